@@ -1,0 +1,237 @@
+"""Discover catalogue cases without importing them.
+
+A case is a module of the ``cases`` package (or of another catalogue directory) that
+assigns a literal ``CASE = {...}`` at module level. The harness reads that literal with
+:mod:`ast`, so listing, selecting and explaining cases never runs case code; only the
+isolated cell process imports a case (see :mod:`harness._cell`).
+
+A module case also defines ``run(cell)``. A *script case* (``"script": True``) is run as
+``__main__`` by :func:`runpy.run_path`, exactly as ``python script.py`` would, so that
+spawn and forkserver workers re-import it as ``__mp_main__``.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness._outcomes import KINDS, METHODS, OUTCOMES
+
+__all__ = ["Case", "CatalogueError", "Catalogue", "discover", "default_catalogue_dir", "select"]
+
+REQUIRED = ("id", "family", "title", "why", "expect", "sources")
+
+
+class CatalogueError(Exception):
+    """A case module that cannot be read; ``str()`` is one line naming the file."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One catalogue entry, as declared by its module's ``CASE`` literal.
+
+    Attributes:
+        id: unique id, e.g. ``transform-lambda``.
+        family: family id, e.g. ``unpicklable-callables``.
+        title: one-line title.
+        why: why it fails where it does (a few sentences).
+        expect: expected outcome per method (``in-process``, ``fork``, ``spawn``, ``forkserver``).
+        expect_kind: expected error ``kind`` per method, where the outcome is ``error``.
+        fix: id of the good case that repairs this one, or ``None`` for a good case.
+        sources: public report addresses or documentation sections.
+        script: run as ``__main__`` with :func:`runpy.run_path` instead of calling ``run(cell)``.
+        module: dotted module name, e.g. ``cases.unpicklable_callables.transform_lambda``.
+        path: the module's file.
+        root: the directory to put on ``sys.path`` so ``module`` imports.
+        requires: preconditions such as ``"cuda"``; a cell that lacks one is ``skipped``.
+        timeout_s: per-cell timeout override in seconds, or ``None`` for the run's default.
+    """
+
+    id: str
+    family: str
+    title: str
+    why: str
+    expect: dict[str, str]
+    sources: tuple[str, ...]
+    module: str
+    path: Path
+    root: Path
+    expect_kind: dict[str, str] = field(default_factory=dict)
+    fix: str | None = None
+    script: bool = False
+    requires: tuple[str, ...] = ()
+    timeout_s: float | None = None
+
+    @property
+    def bad(self) -> bool:
+        """A case is bad when any start method is expected not to pass."""
+        return any(v != "pass" for v in self.expect.values())
+
+    def to_json(self) -> dict:
+        """The public description used by ``harness list --json``."""
+        return {
+            "id": self.id,
+            "family": self.family,
+            "title": self.title,
+            "why": self.why,
+            "expect": dict(self.expect),
+            "expect_kind": dict(self.expect_kind),
+            "fix": self.fix,
+            "sources": list(self.sources),
+            "script": self.script,
+            "requires": list(self.requires),
+            "module": self.module,
+            "path": str(self.path),
+        }
+
+
+@dataclass
+class Catalogue:
+    """Every case found, plus one error line per module that could not be read."""
+
+    cases: list[Case]
+    errors: list[str]
+
+    def by_id(self) -> dict[str, Case]:
+        """Cases keyed by id."""
+        return {c.id: c for c in self.cases}
+
+
+def default_catalogue_dir() -> Path:
+    """Directory of the installed ``cases`` package, found without importing it.
+
+    Raises:
+        CatalogueError: the ``cases`` package is not installed.
+    """
+    spec = importlib.util.find_spec("cases")
+    if spec is None or not spec.submodule_search_locations:
+        raise CatalogueError("the 'cases' package is not importable; install this project (pip install -e .)")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _literal(node: ast.AST, path: Path):
+    """``ast.literal_eval`` that also accepts ``dict(key=literal, ...)`` calls."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
+        return {kw.arg: _literal(kw.value, path) for kw in node.keywords}
+    return ast.literal_eval(node)
+
+
+def _read_case(path: Path, root: Path) -> Case | None:
+    """Parse one module; ``None`` when it declares no ``CASE``."""
+    rel = path.relative_to(root)
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as exc:
+        raise CatalogueError(f"{path}: syntax error at line {exc.lineno}: {exc.msg}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogueError(f"{path}: cannot read: {exc}") from None
+    node = None
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CASE" for t in stmt.targets):
+            node = stmt.value
+    if node is None:
+        return None
+    try:
+        meta = _literal(node, path)
+    except (ValueError, TypeError, SyntaxError) as exc:
+        raise CatalogueError(f"{path}: CASE must be a literal dict ({exc})") from None
+    if not isinstance(meta, dict):
+        raise CatalogueError(f"{path}: CASE must be a dict, got {type(meta).__name__}")
+    missing = [k for k in REQUIRED if k not in meta]
+    if missing:
+        raise CatalogueError(f"{path}: CASE lacks {', '.join(missing)}")
+    expect = meta["expect"]
+    if not isinstance(expect, dict) or set(expect) != set(METHODS):
+        raise CatalogueError(f"{path}: CASE['expect'] must give an outcome for each of {', '.join(METHODS)}")
+    bad = [f"{m}={o}" for m, o in expect.items() if o not in OUTCOMES]
+    if bad:
+        raise CatalogueError(f"{path}: CASE['expect'] has unknown outcomes: {', '.join(bad)}")
+    kinds = meta.get("expect_kind", {})
+    badk = [f"{m}={k}" for m, k in kinds.items() if m not in METHODS or k not in KINDS]
+    if badk:
+        raise CatalogueError(f"{path}: CASE['expect_kind'] has unknown methods or kinds: {', '.join(badk)}")
+    if not meta["sources"]:
+        raise CatalogueError(f"{path}: CASE['sources'] is empty; name at least one public report or doc")
+    is_script = bool(meta.get("script", False))
+    if not is_script and not any(isinstance(s, ast.FunctionDef) and s.name == "run" for s in tree.body):
+        raise CatalogueError(f"{path}: a module case must define run(cell)")
+    module = ".".join((root.name, *rel.with_suffix("").parts))
+    return Case(
+        id=str(meta["id"]),
+        family=str(meta["family"]),
+        title=str(meta["title"]),
+        why=" ".join(str(meta["why"]).split()),
+        expect=dict(expect),
+        expect_kind=dict(kinds),
+        fix=meta.get("fix"),
+        sources=tuple(meta["sources"]),
+        script=is_script,
+        requires=tuple(meta.get("requires", ())),
+        timeout_s=meta.get("timeout_s"),
+        module=module,
+        path=path.resolve(),
+        root=root.parent.resolve(),
+    )
+
+
+def discover(catalogue_dir: Path | None = None) -> Catalogue:
+    """Find every case under ``catalogue_dir`` (default: the installed ``cases`` package).
+
+    Files and folders whose names start with ``_`` are support code, not cases. Each
+    module that cannot be read yields one line in ``Catalogue.errors``; the rest still load.
+
+    Raises:
+        CatalogueError: the directory does not exist, or two cases share an id.
+    """
+    root = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
+    if not root.is_dir():
+        raise CatalogueError(f"{root}: catalogue directory does not exist")
+    cases: list[Case] = []
+    errors: list[str] = []
+    seen: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if any(part.startswith(("_", ".")) for part in rel.parts):
+            continue
+        try:
+            case = _read_case(path, root)
+        except CatalogueError as exc:
+            errors.append(str(exc))
+            continue
+        if case is None:
+            continue
+        if case.id in seen:
+            raise CatalogueError(f"{path}: case id {case.id!r} already used by {seen[case.id]}")
+        seen[case.id] = path
+        cases.append(case)
+    ids = {c.id for c in cases}
+    for c in cases:
+        if c.fix and c.fix not in ids:
+            errors.append(f"{c.path}: fix {c.fix!r} names no case in the catalogue")
+    return Catalogue(cases=cases, errors=errors)
+
+
+def select(cases: list[Case], patterns: list[str] | None = None, families: list[str] | None = None) -> list[Case]:
+    """Cases whose id matches any glob in ``patterns`` and whose family is in ``families``.
+
+    Empty or ``None`` filters select everything.
+
+    Raises:
+        CatalogueError: a pattern or family matches no case (so typos do not pass silently).
+    """
+    chosen = list(cases)
+    if patterns:
+        for pat in patterns:
+            if not any(fnmatch.fnmatchcase(c.id, pat) for c in cases):
+                raise CatalogueError(f"--cases: {pat!r} matches no case (see 'harness list')")
+        chosen = [c for c in chosen if any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
+    if families:
+        known = {c.family for c in cases}
+        for fam in families:
+            if fam not in known:
+                raise CatalogueError(f"--families: unknown family {fam!r} (known: {', '.join(sorted(known))})")
+        chosen = [c for c in chosen if c.family in families]
+    return chosen

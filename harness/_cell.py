@@ -1,0 +1,127 @@
+"""The cell process: run one case under one start method and write what happened.
+
+This module runs *inside* the isolated cell process (``python -m harness._cell SPEC``), never
+in the harness process. It forces the start method with
+``multiprocessing.set_start_method(method, force=True)``, so a ``DataLoader`` without an
+explicit ``multiprocessing_context`` uses it, exactly as the platform default would
+(``torch.utils.data.dataloader`` falls back to ``torch.multiprocessing``, which is the
+default context). Script cases run through :func:`runpy.run_path` with
+``run_name="__main__"``, so spawn and forkserver workers re-import the real script as
+``__mp_main__``.
+
+The result file is JSON::
+
+    {"status": "returned" | "raised" | "wrong" | "skipped" | "import-failed",
+     "exc_type", "message", "traceback", "notes", "warnings": [...],
+     "duration_s", "first_batch_s", "batches"}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+import warnings
+
+__all__ = ["run_spec"]
+
+
+def _write_json(path: str, data: dict) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
+def _exc_fields(exc: BaseException) -> dict:
+    return {
+        "exc_type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
+        "message": str(exc),
+        "notes": [str(n) for n in getattr(exc, "__notes__", ())],
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:],
+    }
+
+
+def run_spec(spec: dict) -> dict:
+    """Run the cell described by ``spec`` in this process and return the result dict.
+
+    Args:
+        spec: ``{"module", "path", "root", "script", "method", "num_workers"}``; ``method`` is
+            ``in-process``, ``fork``, ``spawn`` or ``forkserver``.
+    """
+    import multiprocessing
+
+    root = spec["root"]
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    os.environ["HARNESS_CELL_METHOD"] = spec["method"]
+    os.environ["HARNESS_CELL_WORKERS"] = str(spec["num_workers"])
+    if spec["method"] != "in-process":
+        multiprocessing.set_start_method(spec["method"], force=True)
+
+    result: dict = {"status": "returned", "warnings": []}
+    seen: list[str] = []
+    original_show = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = f"{category.__name__}: {message}"
+        if text not in seen:
+            seen.append(text)
+        original_show(message, category, filename, lineno, file, line)
+
+    entry = None
+    if not spec["script"]:
+        import importlib
+
+        try:
+            entry = importlib.import_module(spec["module"]).run
+        except BaseException as exc:  # noqa: BLE001 - any import failure makes the case broken
+            result.update(status="import-failed", duration_s=0.0, **_exc_fields(exc))
+            return result
+
+    from cases import _support  # the catalogue's support module, inside the cell only
+
+    cell = _support.current_cell()
+    warnings.simplefilter("always")
+    warnings.showwarning = show
+    t0 = time.perf_counter()
+    try:
+        if spec["script"]:
+            import runpy
+
+            sys.argv = [spec["path"]]
+            runpy.run_path(spec["path"], run_name="__main__")
+        else:
+            entry(cell)
+    except _support.Wrong as exc:
+        result.update(status="wrong", **_exc_fields(exc))
+    except _support.Skip as exc:
+        result.update(status="skipped", **_exc_fields(exc))
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            result.update(status="raised", **_exc_fields(exc))
+    except BaseException as exc:  # noqa: BLE001 - every failure is data here
+        result.update(status="raised", **_exc_fields(exc))
+    result["duration_s"] = time.perf_counter() - t0
+    warnings.showwarning = original_show
+    result["warnings"] = seen
+    result["first_batch_s"] = cell.first_batch_s
+    result["batches"] = cell.batches
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``python -m harness._cell SPEC_JSON RESULT_PATH``."""
+    argv = sys.argv[1:] if argv is None else argv
+    spec = json.loads(argv[0])
+    result = run_spec(spec)
+    _write_json(argv[1], result)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

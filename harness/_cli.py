@@ -1,0 +1,99 @@
+"""Command-line interface: a thin argparse shim over the task functions.
+
+Exit codes (all subcommands): 0 done and everything matched; 1 findings (a mismatch, an
+unsafe loader); 2 usage or input error, with one line naming the file or argument;
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness import __version__
+from harness._outcomes import METHODS
+
+__all__ = ["main", "build_parser"]
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in one line and exits 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``harness`` argument parser with every subcommand."""
+    parser = _Parser(prog="harness", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run the catalogue under every start method and write a shard")
+    run.add_argument("--cases", nargs="+", metavar="ID_OR_GLOB", help="case ids or globs (default: all)")
+    run.add_argument("--families", nargs="+", metavar="FAMILY", help="only these families")
+    run.add_argument("--methods", nargs="+", metavar="METHOD",
+                     help=f"start methods to run (default: all of {', '.join(METHODS)})")
+    run.add_argument("--timeout", type=_positive_float, default=60.0, metavar="S",
+                     help="per-cell timeout in seconds (default: 60)")
+    run.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                     help="cells run in parallel (default: usable CPU count)")
+    run.add_argument("--out", type=Path, default=Path("reports/shards"), metavar="DIR",
+                     help="shard directory (default: reports/shards)")
+    run.add_argument("--catalogue", type=Path, default=None, metavar="DIR",
+                     help="a catalogue package directory (default: the installed 'cases' package)")
+
+    rep = sub.add_parser("report", help="merge shards into matrix.json, COMPATIBILITY.md and matrix.html")
+    rep.add_argument("--shards", type=Path, default=Path("reports/shards"), metavar="DIR")
+    rep.add_argument("--out", type=Path, default=Path("reports"), metavar="DIR")
+
+    lst = sub.add_parser("list", help="list the catalogue's cases")
+    lst.add_argument("--json", action="store_true", help="print a JSON array")
+    lst.add_argument("--catalogue", type=Path, default=None, metavar="DIR")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``harness`` command line; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        from harness._run import run_catalogue
+
+        return run_catalogue(
+            patterns=args.cases, families=args.families, methods=args.methods, out_dir=args.out,
+            timeout_s=args.timeout, jobs=args.jobs, catalogue_dir=args.catalogue,
+        )
+    if args.command == "report":
+        from harness._report import write_report
+
+        return write_report(args.shards, args.out)
+    if args.command == "list":
+        from harness._listing import list_cases
+
+        return list_cases(as_json=args.json, catalogue_dir=args.catalogue)
+    raise AssertionError(args.command)  # pragma: no cover - argparse enforces the choices
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

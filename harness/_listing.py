@@ -1,0 +1,36 @@
+"""``harness list``: the catalogue as a table or as JSON (read without importing any case)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from harness._catalogue import CatalogueError, discover
+
+__all__ = ["list_cases"]
+
+
+def list_cases(as_json: bool = False, catalogue_dir: Path | None = None) -> int:
+    """Print the cases; 2 when the catalogue cannot be read, else 0 (bad modules are named)."""
+    try:
+        cat = discover(catalogue_dir)
+    except CatalogueError as exc:
+        print(f"harness list: {exc}", file=sys.stderr)
+        return 2
+    for line in cat.errors:
+        print(f"harness list: {line}", file=sys.stderr)
+    if as_json:
+        json.dump([c.to_json() for c in cat.cases], sys.stdout, indent=1)
+        print()
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(cat.cases)} cases in {len({c.family for c in cat.cases})} families")
+    for col in ("id", "family", "fork", "spawn", "forkserver", "fix"):
+        table.add_column(col)
+    for c in sorted(cat.cases, key=lambda c: (c.family, c.id)):
+        table.add_row(c.id, c.family, c.expect["fork"], c.expect["spawn"], c.expect["forkserver"], c.fix or "")
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
+    return 0

@@ -1,0 +1,71 @@
+"""Merge shards into one matrix: read and validate each, drop bad ones, combine the rest.
+
+``matrix.json`` shape (``harness/schemas/matrix.schema.json``)::
+
+    {"schema_version": 1, "generated_utc": str, "runners": [runner, ...],
+     "cases": {id: {...}}, "results": [result, ...], "rejected": [line, ...]}
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+from harness._outcomes import METHODS
+from harness._shard import SCHEMA_VERSION, ShardError, read_shard
+
+__all__ = ["load_shards", "merge"]
+
+
+def load_shards(shard_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
+    """Read every ``*.json`` shard in ``shard_dir``.
+
+    Returns:
+        ``(valid, rejected)``: valid ``(path, shard)`` pairs, and one line per rejected file
+        naming it and the reason (invalid JSON, foreign JSON, unknown schema_version, schema
+        violation, or a second shard for the same runner id with different content).
+    """
+    shard_dir = Path(shard_dir)
+    valid: list[tuple[Path, dict]] = []
+    rejected: list[str] = []
+    if not shard_dir.is_dir():
+        return valid, [f"{shard_dir}: shard directory does not exist"]
+    by_runner: dict[str, tuple[Path, str]] = {}
+    for path in sorted(shard_dir.glob("*.json")):
+        try:
+            shard = read_shard(path)
+        except ShardError as exc:
+            rejected.append(str(exc))
+            continue
+        rid = shard["runner"]["id"]
+        canon = json.dumps(shard, sort_keys=True)
+        if rid in by_runner:
+            first, first_canon = by_runner[rid]
+            if canon != first_canon:
+                rejected.append(f"{path}: runner id {rid!r} already supplied by {first.name} with different content")
+            continue
+        by_runner[rid] = (path, canon)
+        valid.append((path, shard))
+    return valid, rejected
+
+
+def merge(shards: list[tuple[Path, dict]], rejected: list[str] | None = None) -> dict:
+    """Combine valid shards into the matrix document (results sorted by case, method, runner)."""
+    runners = [s["runner"] | {"shard": p.name, "complete": s.get("complete", True)} for p, s in shards]
+    cases: dict[str, dict] = {}
+    results: list[dict] = []
+    for _, shard in shards:
+        for cid, meta in shard.get("cases", {}).items():
+            cases.setdefault(cid, meta)
+        results.extend(shard["results"])
+    order = {r["id"]: i for i, r in enumerate(runners)}
+    results.sort(key=lambda r: (r["case"], METHODS.index(r["method"]), order.get(r["runner"], 0)))
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "runners": runners,
+        "cases": dict(sorted(cases.items())),
+        "results": results,
+        "rejected": list(rejected or []),
+    }

@@ -1,0 +1,65 @@
+"""Outcome taxonomy of a cell (one case under one start method on one runner).
+
+::
+
+    outcome
+    ├── pass          every expected batch arrived with the right content
+    ├── wrong         the run finished, but the data was wrong (duplicates, same RNG stream, ...)
+    ├── error         an exception reached the case; ``kind`` says which mechanism:
+    │   ├── pickle            the parent could not pickle the dataset/collate_fn/worker_init_fn
+    │   ├── main-attribute    a worker could not find a name on ``__mp_main__`` / ``__main__``
+    │   ├── bootstrap         a worker re-ran unguarded ``__main__`` code and started processes
+    │   │                     during its bootstrapping phase
+    │   ├── worker-died       a worker exited (or was killed) without a Python traceback the
+    │   │                     parent could read
+    │   ├── worker-exception  a worker raised; torch re-raised it in the parent
+    │   ├── context-mix       a primitive from one multiprocessing context used in another
+    │   ├── cuda-reinit       CUDA initialised in the parent, then used in a forked worker
+    │   ├── daemonic          a DataLoader started inside a daemonic process
+    │   ├── import            the case itself failed to import (a broken case, not a finding)
+    │   └── other
+    ├── hang          the watchdog's timeout expired; the process group was killed
+    ├── crash         the cell's main process died by a signal
+    ├── unsupported   the start method does not exist on this platform
+    └── skipped       a precondition (such as CUDA) is missing
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "OUTCOMES",
+    "KINDS",
+    "METHODS",
+    "WORKER_METHODS",
+    "IN_PROCESS",
+    "SYMBOLS",
+]
+
+OUTCOMES = ("pass", "wrong", "error", "hang", "crash", "unsupported", "skipped")
+KINDS = (
+    "pickle",
+    "main-attribute",
+    "bootstrap",
+    "worker-died",
+    "worker-exception",
+    "context-mix",
+    "cuda-reinit",
+    "daemonic",
+    "import",
+    "other",
+)
+IN_PROCESS = "in-process"
+WORKER_METHODS = ("fork", "spawn", "forkserver")
+#: Matrix columns, in display order. ``in-process`` is ``num_workers=0``, the control.
+METHODS = (IN_PROCESS, *WORKER_METHODS)
+
+#: Short symbols used in the Markdown table and the HTML page.
+SYMBOLS = {
+    "pass": "✅",
+    "wrong": "⚠️",
+    "error": "❌",
+    "hang": "⏳",
+    "crash": "💥",
+    "unsupported": "➖",
+    "skipped": "⏭️",
+}
