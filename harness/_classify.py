@@ -61,6 +61,9 @@ _KIND_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 
 _WORKER_EXITED = re.compile(r"DataLoader worker \(pid\(s\)? [^)]*\) exited unexpectedly|exited unexpectedly with exit code")
 _WORKER_SIGNAL = re.compile(r"DataLoader worker \(pid \d+\) is killed by signal: ([^.\n]+)")
+# torch's worker signal handlers print "ERROR: Unexpected segmentation fault encountered in worker."
+# (torch/csrc/DataLoader.cpp); faulthandler prints "Fatal Python error: Segmentation fault".
+_FATAL = re.compile(r"ERROR: Unexpected [\w -]+ encountered in worker\.|Fatal Python error: [^\n]+")
 _WORKER_CAUGHT = re.compile(r"Caught (\w+) in DataLoader worker process \d+")
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(?:\w*Error|\w*Exception|\w*Warning|KeyboardInterrupt|SystemExit)\b.*$|"
                        r"^_pickle\.PicklingError.*$")
@@ -163,6 +166,9 @@ def classify(obs: Observation) -> Verdict:
         kind, line = decisive_stderr_line(obs.stderr)
         if kind in ("bootstrap", "main-attribute", "pickle", "context-mix", "cuda-reinit", "daemonic"):
             return Verdict("error", kind, headline, line)
+        fatal = _FATAL.search(obs.stderr)
+        if fatal:  # faulthandler's report of a worker killed by a signal (PYTHONFAULTHANDLER=1)
+            line = fatal.group(0).strip()
         return Verdict("error", "worker-died", headline, line or headline)
     caught = _WORKER_CAUGHT.search(text)
     if caught:
