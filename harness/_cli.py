@@ -64,9 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--catalogue", type=Path, default=None, metavar="DIR",
                      help="a catalogue package directory (default: the installed 'cases' package)")
 
-    rep = sub.add_parser("report", help="merge shards into matrix.json, COMPATIBILITY.md and matrix.html")
+    rep = sub.add_parser("report", help="merge shards into matrix.json, COMPATIBILITY.md, matrix.html, "
+                         "junit.xml and matrix.png")
     rep.add_argument("--shards", type=Path, default=Path("reports/shards"), metavar="DIR")
     rep.add_argument("--out", type=Path, default=Path("reports"), metavar="DIR")
+    rep.add_argument("--summary", type=Path, default=None, metavar="FILE",
+                     help="append the compact compatibility table to FILE, e.g. $GITHUB_STEP_SUMMARY "
+                     "(kept under 1 MiB, with a short form when larger)")
 
     lst = sub.add_parser("list", help="list the catalogue's cases")
     lst.add_argument("--json", action="store_true", help="print a JSON array")
@@ -87,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         from harness._report import write_report
 
-        return write_report(args.shards, args.out)
+        return write_report(args.shards, args.out, summary=args.summary)
     if args.command == "list":
         from harness._listing import list_cases
 

@@ -3,7 +3,11 @@
 ``matrix.json`` shape (``harness/schemas/matrix.schema.json``)::
 
     {"schema_version": 1, "generated_utc": str, "runners": [runner, ...],
-     "cases": {id: {...}}, "results": [result, ...], "rejected": [line, ...]}
+     "platforms": [platform, ...], "cases": {id: {...}}, "results": [result, ...],
+     "compatibility": [cell, ...], "rejected": [line, ...]}
+
+``compatibility`` is the default-method view of :mod:`harness._compat`; ``platforms`` says, per
+column of the policy table, its default method and which runners were observed there.
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from harness._outcomes import METHODS
-from harness._shard import SCHEMA_VERSION, ShardError, read_shard
+import jsonschema
+import referencing
 
-__all__ = ["load_shards", "merge"]
+from harness._compat import compatibility, platform_summary
+from harness._outcomes import METHODS
+from harness._shard import SCHEMA_VERSION, ShardError, read_shard, schema
+
+__all__ = ["load_shards", "merge", "validate_matrix"]
 
 
 def load_shards(shard_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
@@ -65,7 +73,26 @@ def merge(shards: list[tuple[Path, dict]], rejected: list[str] | None = None) ->
         "schema_version": SCHEMA_VERSION,
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "runners": runners,
+        "platforms": platform_summary(runners),
         "cases": dict(sorted(cases.items())),
         "results": results,
+        "compatibility": compatibility(runners, results),
         "rejected": list(rejected or []),
     }
+
+
+def validate_matrix(matrix: dict) -> list[str]:
+    """Check a matrix document against ``harness/schemas/matrix.schema.json``.
+
+    The matrix schema refers to the shard schema's ``result`` definition, resolved locally
+    (no network access).
+
+    Returns:
+        One line per violation (``path: message``); empty when the document is valid.
+    """
+    shard = schema("shard")
+    registry = referencing.Registry().with_resource(
+        shard["$id"], referencing.Resource.from_contents(shard))
+    validator = jsonschema.Draft202012Validator(schema("matrix"), registry=registry)
+    return [f"{'/'.join(str(p) for p in err.absolute_path) or '(top level)'}: {err.message}"
+            for err in validator.iter_errors(matrix)]

@@ -21,6 +21,8 @@ __all__ = [
     "current_os",
     "default_method",
     "platform_of",
+    "platform_of_runner",
+    "python_of",
     "resolve_method_alias",
 ]
 
@@ -86,6 +88,24 @@ def platform_of(os_name: str, python: tuple[int, int]) -> Platform:
         if plat.covers(os_name, python):
             return plat
     raise ValueError(f"no platform policy for os={os_name!r} python={python}")
+
+
+def python_of(version: str) -> tuple[int, int]:
+    """``(major, minor)`` of a version string such as ``"3.14.0rc2"``.
+
+    Raises:
+        ValueError: the string does not start with ``major.minor``.
+    """
+    major, minor = version.split(".")[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or "x")
+
+
+def platform_of_runner(runner: dict) -> Platform | None:
+    """The policy column a shard's ``runner`` object belongs to, or ``None`` if none covers it."""
+    try:
+        return platform_of(runner["os"], python_of(runner["python"]))
+    except (KeyError, ValueError):
+        return None
 
 
 def available_methods() -> list[str]:

@@ -1,19 +1,41 @@
-"""Render the merged matrix: Markdown (``COMPATIBILITY.md``) and a self-contained HTML page.
+"""Render the merged matrix: Markdown (``COMPATIBILITY.md``), a self-contained HTML page, and
+the compact Markdown for a CI job summary.
 
-Every message in the HTML page is escaped (jinja2 autoescape); in Markdown, table cells are
-escaped for ``|``, ``<`` and ``>`` so exception text cannot break the table or inject markup.
+Both documents lead with the compatibility view (what a user gets by default on each platform,
+observed or predicted; see :mod:`harness._compat`), then the cost of each start method, then the
+explicit-method view per runner, then footnotes (hazard warnings of passing cells, runners that
+disagree), fixes and rejected shards.
+
+Every message is untrusted text. The HTML page escapes it (jinja2 autoescape); Markdown cells
+escape ``|``, ``<``, ``>`` and newlines so exception text cannot break a table or inject markup.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import statistics
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import jinja2
 
 from harness._outcomes import METHODS, SYMBOLS
 
-__all__ = ["cell_text", "render_html", "render_markdown", "runner_label", "table_model"]
+__all__ = [
+    "LEGEND",
+    "PLATFORM_TITLES",
+    "SUMMARY_LIMIT_BYTES",
+    "cell_text",
+    "compat_model",
+    "cost_model",
+    "fmt_bytes",
+    "fmt_seconds",
+    "md_escape",
+    "render_html",
+    "render_markdown",
+    "render_summary",
+    "runner_label",
+    "runner_model",
+]
 
 LEGEND = [
     ("pass", "every expected batch arrived with the right content"),
@@ -25,30 +47,81 @@ LEGEND = [
     ("skipped", "a precondition (such as CUDA) is missing"),
 ]
 
+#: Column titles of the compatibility view, keyed by policy platform id.
+PLATFORM_TITLES = {
+    "linux-py<=3.13": "Linux, Python ≤ 3.13",
+    "linux-py>=3.14": "Linux, Python ≥ 3.14",
+    "macos": "macOS",
+    "windows": "Windows",
+}
+
+#: GitHub's limit for one step's ``$GITHUB_STEP_SUMMARY`` is 1 MiB; stay a little under it.
+SUMMARY_LIMIT_BYTES = 1024 * 1024 - 4096
+
+#: Cost fields shown per start method: (record key, column title, formatter name).
+COST_FIELDS = (
+    ("first_batch_s", "first batch", "s"),
+    ("duration_s", "duration", "s"),
+    ("worker_peak_rss_bytes", "worker peak RSS", "b"),
+    ("worker_peak_uss_bytes", "worker peak USS", "b"),
+    ("parent_peak_rss_bytes", "parent peak RSS", "b"),
+)
+
+_PREDICTED_MARK = "†"
+
 
 def runner_label(runner: dict) -> str:
-    """Short column label: ``linux py3.11 torch2.13.0``."""
+    """Short label for a runner: ``linux py3.11 torch2.13.0``."""
     py = ".".join(runner["python"].split(".")[:2])
     return f"{runner['os']} py{py} torch{runner['torch'].split('+')[0]}"
 
 
 def md_escape(text: str) -> str:
-    """Escape text for a Markdown table cell."""
+    """Escape text for a Markdown table cell (``|``, ``<``, ``>``, backslash, newlines)."""
     return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("\n", " "))
+            .replace("\r", " ").replace("\n", " "))
+
+
+def fmt_seconds(value: float | None) -> str:
+    """Seconds for people: ``64 ms`` below one second, ``7.52 s`` above; ``–`` when unknown."""
+    if value is None:
+        return "–"
+    if value < 1:
+        return f"{value * 1000:.0f} ms" if value >= 0.0095 else f"{value * 1000:.1f} ms"
+    return f"{value:.2f} s" if value < 100 else f"{value:.0f} s"
+
+
+def fmt_bytes(value: float | None) -> str:
+    """Bytes in MiB (GiB from 1 GiB); ``–`` when unknown or zero (no worker was measured)."""
+    if not value:
+        return "–"
+    mib = value / 2**20
+    if mib >= 1024:
+        return f"{mib / 1024:.2f} GiB"
+    return f"{mib:.0f} MiB" if mib >= 100 else f"{mib:.1f} MiB"
+
+
+def _fmt(kind: str, value: float | None) -> str:
+    return fmt_seconds(value) if kind == "s" else fmt_bytes(value)
+
+
+def _outcome_text(outcome: str, kind: str | None) -> str:
+    text = SYMBOLS[outcome]
+    if outcome == "error" and kind:
+        return f"{text} {kind}"
+    if outcome not in ("pass", "error"):
+        return f"{text} {outcome}"
+    return text
 
 
 def cell_text(rec: dict | None) -> str:
-    """Symbol plus kind (``❌ pickle``), ``!`` when it contradicts expectations."""
+    """Symbol plus kind (``❌ pickle``) of one result record, ``⚡`` for a pass that warned,
+    ``‼`` when it contradicts expectations, ``·`` when there is no record."""
     if rec is None:
         return "·"
     if rec.get("broken"):
         return "🚧 broken"
-    text = SYMBOLS[rec["outcome"]]
-    if rec["outcome"] == "error" and rec.get("kind"):
-        text += f" {rec['kind']}"
-    elif rec["outcome"] not in ("pass", "error"):
-        text += f" {rec['outcome']}"
+    text = _outcome_text(rec["outcome"], rec.get("kind"))
     if rec["outcome"] == "pass" and rec.get("warnings"):
         text += " ⚡"
     if not rec.get("matches", True):
@@ -56,48 +129,279 @@ def cell_text(rec: dict | None) -> str:
     return text
 
 
-def table_model(matrix: dict) -> dict:
-    """Rows grouped by family, one column per (runner, method), for both renderers."""
+class _Notes:
+    """Numbered footnotes shared by every table of one document (warnings, disagreements)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, str] = {}
+
+    def ref(self, prefix: str, text: str) -> str:
+        for key, value in self.items.items():
+            if value == text and key.startswith(prefix):
+                return key
+        key = f"{prefix}{sum(k.startswith(prefix) for k in self.items) + 1}"
+        self.items[key] = text
+        return key
+
+
+def _index(matrix: dict) -> dict[tuple[str, str, str], dict]:
+    return {(r["case"], r["runner"], r["method"]): r for r in matrix["results"]}
+
+
+def _case_rows(matrix: dict) -> list[tuple[str, dict]]:
+    ids = {r["case"] for r in matrix["results"]}
+    cases = matrix["cases"]
+    return sorted(((cid, cases.get(cid, {})) for cid in ids),
+                  key=lambda item: (item[1].get("family", "unknown"), item[0]))
+
+
+def _warning_text(rec: dict) -> str:
+    return " / ".join(dict.fromkeys(w.strip() for w in rec.get("warnings", []) if w.strip()))
+
+
+def compat_model(matrix: dict, notes: _Notes | None = None) -> dict:
+    """The compatibility view as rows for both renderers.
+
+    Returns:
+        ``{"platforms": [...], "rows": [{"id", "meta", "family", "cells": [cell|None, ...]}]}``
+        where each cell is the ``compatibility`` entry plus ``text`` (symbol and kind),
+        ``source`` (the result record it came from), ``warn`` and ``disagree_note`` (footnote
+        keys, or ``None``) and ``tip`` (one line for a tooltip).
+    """
+    notes = notes if notes is not None else _Notes()
+    platforms = matrix["platforms"]
+    index = _index(matrix)
+    by_runner = {r["id"]: r for r in matrix["runners"]}
+    compat = {(c["case"], c["platform"]): c for c in matrix.get("compatibility", [])}
+    rows = []
+    for cid, meta in _case_rows(matrix):
+        cells = []
+        for plat in platforms:
+            entry = compat.get((cid, plat["id"]))
+            if entry is None:
+                cells.append(None)
+                continue
+            src = index.get((cid, entry["runner"], entry["method"]), {})
+            cell = dict(entry)
+            cell["source"] = src
+            cell["text"] = "🚧 broken" if entry.get("broken") else _outcome_text(entry["outcome"], entry["kind"])
+            warn = _warning_text(src) if entry["outcome"] == "pass" else ""
+            cell["warn"] = notes.ref("w", warn) if warn else None
+            cell["disagree_note"] = None
+            if entry.get("disagree"):
+                others = "; ".join(f"{runner_label(by_runner[d['runner']]) if d['runner'] in by_runner else d['runner']}: "
+                                   f"{_outcome_text(d['outcome'], d['kind'])}" for d in entry["disagree"])
+                cell["disagree_note"] = notes.ref(
+                    "d", f"{cid} on {plat['id']} ({entry['method']}): other runners of this platform "
+                         f"observed {others}")
+            source_label = runner_label(by_runner[entry["runner"]]) if entry["runner"] in by_runner else entry["runner"]
+            detail = src.get("root_cause") or src.get("message") or ""
+            cell["tip"] = (f"{entry['provenance']} on {source_label} ({entry['method']})"
+                           + (f": {detail}" if detail else ""))
+            cells.append(cell)
+        rows.append({"id": cid, "meta": meta, "family": meta.get("family", "unknown"), "cells": cells})
+    return {"platforms": platforms, "rows": rows}
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def cost_model(matrix: dict) -> dict:
+    """Median cost of passing cells per runner and start method, and per-case memory costs.
+
+    Medians are taken across the cases that passed (other outcomes stop early and would
+    understate the cost). ``memory`` lists every cell of the families whose id mentions
+    ``memory`` or ``cost``, where per-case values are the point.
+
+    Returns:
+        ``{"fields": COST_FIELDS, "rows": [{"runner", "label", "method", "n", "values": {key: median}}],
+        "memory": [{"case", "runner", "label", "method", "outcome", "values": {key: value}}]}``;
+        seconds and bytes as recorded.
+    """
     runners = matrix["runners"]
-    methods_of: dict[str, list[str]] = defaultdict(list)
-    index: dict[tuple[str, str, str], dict] = {}
+    labels = {r["id"]: runner_label(r) for r in runners}
+    passed: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for rec in matrix["results"]:
-        index[(rec["case"], rec["runner"], rec["method"])] = rec
-        if rec["method"] not in methods_of[rec["runner"]]:
-            methods_of[rec["runner"]].append(rec["method"])
-    columns = [
-        (r["id"], m, runner_label(r))
-        for r in runners
-        for m in sorted(methods_of[r["id"]], key=METHODS.index)
-    ]
-    families: dict[str, list[dict]] = defaultdict(list)
-    case_ids = sorted({rec["case"] for rec in matrix["results"]})
-    for cid in case_ids:
-        meta = matrix["cases"].get(cid, {})
-        cells = [index.get((cid, rid, m)) for rid, m, _ in columns]
-        families[meta.get("family", "unknown")].append({"id": cid, "meta": meta, "cells": cells})
-    return {"columns": columns, "families": dict(sorted(families.items()))}
+        if rec["outcome"] == "pass" and not rec.get("broken"):
+            passed[(rec["runner"], rec["method"])].append(rec)
+    rows = []
+    for r in runners:
+        for m in METHODS:
+            recs = passed.get((r["id"], m))
+            if not recs:
+                continue
+            values = {}
+            for key, _, _ in COST_FIELDS:
+                vals = [x[key] for x in recs if x.get(key) is not None and (x[key] or not key.startswith("worker"))]
+                values[key] = _median(vals)
+            rows.append({"runner": r["id"], "label": labels[r["id"]], "method": m, "n": len(recs), "values": values})
+    memory = []
+    mem_cases = {cid for cid, meta in matrix["cases"].items()
+                 if "memory" in meta.get("family", "") or "cost" in meta.get("family", "")}
+    for rec in matrix["results"]:
+        if rec["case"] in mem_cases:
+            memory.append({"case": rec["case"], "runner": rec["runner"], "label": labels.get(rec["runner"], rec["runner"]),
+                           "method": rec["method"], "outcome": rec["outcome"],
+                           "values": {key: rec.get(key) for key, _, _ in COST_FIELDS}})
+    return {"fields": COST_FIELDS, "rows": rows, "memory": memory}
+
+
+def runner_model(matrix: dict, notes: _Notes | None = None) -> list[dict]:
+    """The explicit-method view: one table per runner, rows are cases, columns are methods.
+
+    Returns:
+        ``[{"runner", "label", "methods", "rows": [{"id", "meta", "family", "cells": [...]}]}]``;
+        each cell is the result record plus ``text``, ``warn`` (footnote key or ``None``) and
+        ``cost`` (a short cost line for passing cells), or ``None`` when the case was not run.
+    """
+    notes = notes if notes is not None else _Notes()
+    index = _index(matrix)
+    out = []
+    for runner in matrix["runners"]:
+        rid = runner["id"]
+        methods = [m for m in METHODS if any(k[1] == rid and k[2] == m for k in index)]
+        rows = []
+        for cid, meta in _case_rows(matrix):
+            if not any((cid, rid, m) in index for m in methods):
+                continue
+            cells = []
+            for m in methods:
+                rec = index.get((cid, rid, m))
+                if rec is None:
+                    cells.append(None)
+                    continue
+                cell = dict(rec)
+                cell["text"] = cell_text(rec)
+                warn = _warning_text(rec) if rec["outcome"] == "pass" else ""
+                cell["warn"] = notes.ref("w", warn) if warn else None
+                cell["cost"] = ""
+                if rec["outcome"] == "pass":
+                    parts = [fmt_seconds(rec.get("first_batch_s"))]
+                    if rec.get("worker_peak_rss_bytes"):
+                        parts.append(fmt_bytes(rec["worker_peak_rss_bytes"]))
+                    cell["cost"] = " · ".join(parts)
+                cells.append(cell)
+            rows.append({"id": cid, "meta": meta, "family": meta.get("family", "unknown"), "cells": cells})
+        out.append({"runner": rid, "label": runner_label(runner), "runner_info": runner,
+                    "methods": methods, "rows": rows})
+    return out
+
+
+def _platform_line(plat: dict, matrix: dict) -> str:
+    title = PLATFORM_TITLES.get(plat["id"], plat["id"])
+    if plat["observed_runners"]:
+        where = "observed on " + ", ".join(f"`{r}`" for r in plat["observed_runners"])
+    else:
+        where = f"no runner; every cell predicted from {plat['default_method']} on another runner"
+    return f"- **{title}** (`{plat['id']}`, default `{plat['default_method']}`): {where}"
+
+
+def _md_compat_cell(cell: dict | None) -> str:
+    if cell is None:
+        return "·"
+    text = md_escape(cell["text"])
+    if cell["provenance"] == "predicted":
+        text = f"*{text}* {_PREDICTED_MARK}"
+    elif not cell.get("matches", True):
+        text += " ‼"
+    if cell["warn"]:
+        text += f" ⚡[^{cell['warn']}]"
+    if cell["disagree_note"]:
+        text += f" ≠[^{cell['disagree_note']}]"
+    return text
+
+
+def _md_compat_table(model: dict, with_fix: bool = True) -> list[str]:
+    head = ["Case"] + [f"{PLATFORM_TITLES.get(p['id'], p['id'])} ({p['default_method']})"
+                       for p in model["platforms"]]
+    if with_fix:
+        head.append("Fix")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in model["rows"]:
+        cells = [f"`{row['id']}`"] + [_md_compat_cell(c) for c in row["cells"]]
+        if with_fix:
+            fix = row["meta"].get("fix")
+            cells.append(f"`{fix}`" if fix else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+_COMPAT_INTRO = (
+    "Each column is what a user gets without choosing a start method: the platform's default "
+    "(Linux: `fork` up to Python 3.13, `forkserver` from 3.14; macOS and Windows: `spawn`). "
+    f"Plain cells were observed on a runner of that platform. *Italic cells marked {_PREDICTED_MARK}* "
+    "are predicted: no runner of that platform ran the case, so the outcome is the same start "
+    "method observed on another runner (`matrix.json` names it in `compatibility[].runner`)."
+)
+
+
+def _legend_line() -> str:
+    return ("Legend: " + " · ".join(f"{SYMBOLS[o]} {o}" for o, _ in LEGEND)
+            + f" · *italic* {_PREDICTED_MARK} predicted · ⚡ passed with a hazard warning (footnote) "
+              "· ‼ contradicts the case's expectation · ≠ runners of that platform disagree "
+              "· 🚧 broken case (its in-process control failed) · · not run.")
 
 
 def render_markdown(matrix: dict) -> str:
-    """``COMPATIBILITY.md``: legend, one table per family, fixes, and bad-shard notes."""
-    model = table_model(matrix)
+    """``COMPATIBILITY.md``: default view, costs, explicit view per runner, notes, fixes, rejects."""
+    notes = _Notes()
+    compat = compat_model(matrix, notes)
     out = ["# DataLoader start-method compatibility", ""]
-    out.append("Generated by `harness report` from "
+    out.append(f"Generated by `harness report` at {matrix['generated_utc']} from "
+               f"{len(matrix['runners'])} runner(s): "
                + ", ".join(f"`{r['id']}`" for r in matrix["runners"]) + ".")
-    out.append("")
-    out.append("Legend: " + " · ".join(f"{SYMBOLS[o]} {o}" for o, _ in LEGEND)
-               + " · ⚡ passed with a hazard warning · ‼ contradicts the case's expectation · 🚧 broken case "
-               "(its in-process control failed).")
-    out.append("")
-    head = ["Case"] + [f"{label} · {m}" for _, m, label in model["columns"]] + ["Fix"]
-    for family, rows in model["families"].items():
-        out += [f"## {family}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for row in rows:
-            fix = row["meta"].get("fix")
-            cells = [f"`{row['id']}`"] + [cell_text(c) for c in row["cells"]] + [f"`{fix}`" if fix else ""]
-            out.append("| " + " | ".join(md_escape(c) if i else c for i, c in enumerate(cells)) + " |")
+    out += ["", "## What you get by default", "", _COMPAT_INTRO, ""]
+    out += [_platform_line(p, matrix) for p in compat["platforms"]]
+    out += ["", *_md_compat_table(compat), "", _legend_line(), ""]
+
+    cost = cost_model(matrix)
+    if cost["rows"]:
+        out += ["## Cost per start method", "",
+                "Medians over the cases that passed on each runner. First batch: from creating "
+                "the iterator to the first batch. Worker peak RSS counts pages shared with the "
+                "parent (fork shares them copy-on-write); USS counts only the worker's own pages. "
+                "In-process cells start no worker.", ""]
+        head = ["Runner", "Method", "Cases"] + [title for _, title, _ in COST_FIELDS]
+        out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in cost["rows"]:
+            out.append("| " + " | ".join([row["label"], row["method"], str(row["n"])]
+                                         + [_fmt(kind, row["values"][key]) for key, _, kind in COST_FIELDS]) + " |")
         out.append("")
+    if cost["memory"]:
+        out += ["### Memory cases, cell by cell", ""]
+        head = ["Case", "Runner", "Method", "Outcome"] + [title for _, title, _ in COST_FIELDS]
+        out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in cost["memory"]:
+            out.append("| " + " | ".join([f"`{row['case']}`", row["label"], row["method"], SYMBOLS[row["outcome"]]]
+                                         + [_fmt(kind, row["values"][key]) for key, _, kind in COST_FIELDS]) + " |")
+        out.append("")
+
+    out += ["## Every start method, per runner", "",
+            "What each runner observed when the start method was chosen explicitly "
+            "(`in-process` is the `num_workers=0` control).", ""]
+    views = runner_model(matrix, notes)
+    for view in views:
+        info = view["runner_info"]
+        summary = (f"{view['label']} (`{view['runner']}`, default `{info['default_method']}`, "
+                   f"{len(view['rows'])} cases)")
+        out += ["<details open>" if len(views) <= 2 else "<details>",
+                f"<summary>{md_escape(summary).replace('`', '')}</summary>", ""]
+        head = ["Case", "Family"] + view["methods"]
+        out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in view["rows"]:
+            cells = [f"`{row['id']}`", md_escape(row["family"])]
+            for c in row["cells"]:
+                if c is None:
+                    cells.append("·")
+                    continue
+                text = md_escape(c["text"])
+                if c["warn"]:
+                    text = text.replace(" ⚡", f" ⚡[^{c['warn']}]")
+                cells.append(text)
+            out.append("| " + " | ".join(cells) + " |")
+        out += ["", "</details>", ""]
+
     fixes = [(cid, meta) for cid, meta in matrix["cases"].items() if meta.get("fix")]
     if fixes:
         out += ["## Fixes", ""]
@@ -106,7 +410,83 @@ def render_markdown(matrix: dict) -> str:
         out.append("")
     if matrix.get("rejected"):
         out += ["## Rejected shards", ""] + [f"- {md_escape(r)}" for r in matrix["rejected"]] + [""]
+    if notes.items:
+        out += ["## Notes", ""]
+        for key, text in notes.items.items():
+            out.append(f"[^{key}]: {md_escape(text)}")
+        out.append("")
     return "\n".join(out)
+
+
+def _counts_table(compat: dict) -> list[str]:
+    head = ["Platform (default)", "observed", "predicted"] + [SYMBOLS[o] + " " + o for o, _ in LEGEND]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i, plat in enumerate(compat["platforms"]):
+        cells = [row["cells"][i] for row in compat["rows"] if row["cells"][i] is not None]
+        prov = Counter(c["provenance"] for c in cells)
+        outcomes = Counter(c["outcome"] for c in cells)
+        lines.append("| " + " | ".join(
+            [f"{PLATFORM_TITLES.get(plat['id'], plat['id'])} ({plat['default_method']})",
+             str(prov["observed"]), str(prov["predicted"])] + [str(outcomes[o]) for o, _ in LEGEND]) + " |")
+    return lines
+
+
+def render_summary(matrix: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
+    """Compact Markdown for a CI job summary (``$GITHUB_STEP_SUMMARY``), at most ``limit_bytes``.
+
+    The full form is the compatibility view plus the list of cells that contradict their
+    expectation. When that exceeds ``limit_bytes`` (UTF-8), the short form keeps only the rows
+    with a cell that is not ``pass``; when even that is too large, only the per-platform counts
+    and as many contradicting cells as fit. GitHub documents the 1 MiB limit per step under
+    "Adding a job summary" (workflow commands).
+
+    Raises:
+        ValueError: ``limit_bytes`` is too small for even the counts.
+    """
+    notes = _Notes()
+    compat = compat_model(matrix, notes)
+    mismatches = [r for r in matrix["results"] if not r.get("matches", True)]
+    head = [f"### DataLoader start-method compatibility ({len(compat['rows'])} cases, "
+            f"{len(matrix['runners'])} runner(s))", ""]
+    if matrix.get("rejected"):
+        head += [f"**{len(matrix['rejected'])} shard(s) rejected:**", ""]
+        head += [f"- {md_escape(r)}" for r in matrix["rejected"]] + [""]
+    mism = [f"- ‼ `{r['case']}` [{r['method']}] on `{r['runner']}`: expected {r['expected']}"
+            f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
+            f"{'/' + r['kind'] if r.get('kind') else ''}: {md_escape((r.get('root_cause') or r.get('message') or '')[:300])}"
+            for r in mismatches]
+    tail = ([f"**{len(mismatches)} observed cell(s) contradict their expectation:**", ""] + mism + [""]
+            if mismatches else ["No observed cell contradicts its expectation.", ""])
+    foot = ["*Italic* † cells are predicted from the same start method on another runner. "
+            "The full report (Markdown, HTML, JSON, JUnit, heatmap) is in the report artifact.", ""]
+
+    def fits(text: str) -> bool:
+        return len(text.encode("utf-8")) <= limit_bytes
+
+    full = "\n".join(head + _md_compat_table(compat, with_fix=False) + [""] + tail + foot)
+    if fits(full):
+        return full
+    short_model = {"platforms": compat["platforms"],
+                   "rows": [r for r in compat["rows"]
+                            if any(c is not None and c["outcome"] != "pass" for c in r["cells"])]}
+    short = "\n".join(head + ["Short form: only cases with a cell that is not ✅ pass.", ""]
+                      + _md_compat_table(short_model, with_fix=False) + [""] + tail + foot)
+    if fits(short):
+        return short
+    counts = head + ["Short form: counts per platform only.", ""] + _counts_table(compat) + [""]
+    base = "\n".join(counts + foot)
+    if not fits(base):
+        raise ValueError(f"summary limit {limit_bytes} bytes is too small for the counts table")
+    lines = list(counts)
+    if mismatches:
+        lines += [f"**{len(mismatches)} observed cell(s) contradict their expectation** (first ones):", ""]
+        for line in mism:
+            if not fits("\n".join(lines + [line, "- …", ""] + foot)):
+                lines.append("- …")
+                break
+            lines.append(line)
+        lines.append("")
+    return "\n".join(lines + foot) if fits("\n".join(lines + foot)) else base
 
 
 _ENV = jinja2.Environment(
@@ -116,8 +496,18 @@ _ENV = jinja2.Environment(
 )
 
 
-def render_html(matrix: dict) -> str:
-    """``matrix.html``: a self-contained page (inline CSS, no scripts); every message escaped."""
+def render_html(matrix: dict, heatmap: str | None = None) -> str:
+    """``matrix.html``: a self-contained page (inline CSS, no scripts); every message escaped.
+
+    Args:
+        matrix: the merged matrix document.
+        heatmap: file name of the heatmap image next to the page, or ``None`` when none was drawn.
+    """
+    notes = _Notes()
+    compat = compat_model(matrix, notes)
+    views = runner_model(matrix, notes)
     return _ENV.get_template("matrix.html.j2").render(
-        matrix=matrix, model=table_model(matrix), symbols=SYMBOLS, legend=LEGEND, cell_text=cell_text,
+        matrix=matrix, compat=compat, views=views, cost=cost_model(matrix), notes=notes.items,
+        symbols=SYMBOLS, legend=LEGEND, titles=PLATFORM_TITLES, fmt=_fmt, heatmap=heatmap,
+        predicted_mark=_PREDICTED_MARK,
     )

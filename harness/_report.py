@@ -1,46 +1,140 @@
-"""``harness report``: merge shards → write matrix.json, COMPATIBILITY.md and matrix.html."""
+"""``harness report``: merge shards → matrix.json, COMPATIBILITY.md, matrix.html, junit.xml,
+matrix.png, and optionally the compact table appended to a CI job summary.
+
+A pipeline of small steps over one state dict, in the manner of nox's ``workflow.execute``:
+each step returns ``None`` to go on, or an ``int`` to end the run with that exit code.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from harness._merge import load_shards, merge
-from harness._render import render_html, render_markdown
+from harness._heatmap import MISSING_NOTE, render_heatmap
+from harness._junit import junit_xml
+from harness._merge import load_shards, merge, validate_matrix
+from harness._render import SUMMARY_LIMIT_BYTES, render_html, render_markdown, render_summary
 from harness._shard import write_json_atomic
 
-__all__ = ["write_report"]
+__all__ = ["write_report", "append_summary"]
 
 
-def _write_text(path: Path, text: str) -> None:
+def _write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_bytes(data)
     tmp.replace(path)
 
 
-def write_report(shard_dir: Path, out_dir: Path) -> int:
-    """Merge every shard in ``shard_dir`` and write the report files into ``out_dir``.
+def _say(line: str) -> None:
+    print(f"harness report: {line}", file=sys.stderr)
+
+
+def append_summary(matrix: dict, path: Path, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> int:
+    """Append the compact compatibility table to ``path`` (e.g. ``$GITHUB_STEP_SUMMARY``).
+
+    The budget is ``limit_bytes`` minus what the file already holds, since GitHub's 1 MiB
+    limit applies to the whole file of one step.
 
     Returns:
-        0 when every shard was valid and every cell matched its expectation; 1 when some
-        observed cell contradicts its expectation; 2 when any shard was rejected (each is
-        named on stderr) or no valid shard was found. The report still covers the valid shards.
+        The number of bytes appended.
+
+    Raises:
+        ValueError: too little room is left in the file for even the short form.
     """
-    shards, rejected = load_shards(Path(shard_dir))
+    path = Path(path)
+    used = path.stat().st_size if path.exists() else 0
+    text = render_summary(matrix, limit_bytes - used - 1) + "\n"
+    with path.open("a", encoding="utf-8") as f:
+        f.write(text)
+    return len(text.encode("utf-8"))
+
+
+def _load(state: dict) -> int | None:
+    shards, rejected = load_shards(state["shard_dir"])
     for line in rejected:
-        print(f"harness report: rejected {line}", file=sys.stderr)
+        _say(f"rejected {line}")
+    state["shards"], state["rejected"] = shards, rejected
     if not shards:
-        print(f"harness report: no valid shard in {shard_dir}; run 'harness run' first", file=sys.stderr)
+        _say(f"no valid shard in {state['shard_dir']}; run 'harness run' first")
         return 2
-    matrix = merge(shards, rejected)
-    out = Path(out_dir)
+    return None
+
+
+def _merge(state: dict) -> int | None:
+    state["matrix"] = merge(state["shards"], state["rejected"])
+    problems = validate_matrix(state["matrix"])
+    if problems:  # a bug in the merge, not bad input: say where, and still write the files
+        _say(f"matrix.json does not match matrix.schema.json: {problems[0]}")
+        state["invalid"] = True
+    return None
+
+
+def _write(state: dict) -> int | None:
+    out: Path = state["out_dir"]
     out.mkdir(parents=True, exist_ok=True)
+    matrix = state["matrix"]
     write_json_atomic(out / "matrix.json", matrix)
-    _write_text(out / "COMPATIBILITY.md", render_markdown(matrix))
-    _write_text(out / "matrix.html", render_html(matrix))
+    _write_bytes(out / "COMPATIBILITY.md", render_markdown(matrix).encode("utf-8"))
+    _write_bytes(out / "junit.xml", junit_xml(matrix))
+    drawn = render_heatmap(matrix, out / "matrix.png")
+    if not drawn:
+        _say(MISSING_NOTE)
+    _write_bytes(out / "matrix.html", render_html(matrix, heatmap="matrix.png" if drawn else None).encode("utf-8"))
+    state["written"] = ["matrix.json", "COMPATIBILITY.md", "matrix.html", "junit.xml"] + (["matrix.png"] if drawn else [])
+    return None
+
+
+def _summary(state: dict) -> int | None:
+    if state.get("summary") is None:
+        return None
+    try:
+        size = append_summary(state["matrix"], state["summary"])
+    except (OSError, ValueError) as exc:
+        _say(f"--summary {state['summary']}: cannot append: {exc}")
+        state["summary_failed"] = True
+        return None
+    state["written"].append(f"{size} bytes appended to {state['summary']}")
+    return None
+
+
+def _verdict(state: dict) -> int:
+    matrix = state["matrix"]
     mismatches = [r for r in matrix["results"] if not r["matches"]]
-    print(f"harness report: {len(shards)} shard(s), {len(matrix['results'])} cells, "
-          f"{len(mismatches)} contradict expectations → {out}/matrix.json, COMPATIBILITY.md, matrix.html")
-    if rejected:
+    print(f"harness report: {len(state['shards'])} shard(s), {len(matrix['results'])} cells, "
+          f"{len(mismatches)} contradict expectations → {state['out_dir']}: {', '.join(state['written'])}")
+    for r in mismatches:
+        print(f"  MISMATCH {r['case']} [{r['method']}] on {r['runner']}: expected {r['expected']}"
+              f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
+              f"{'/' + r['kind'] if r['kind'] else ''}")
+    if state["rejected"] or state.get("summary_failed") or state.get("invalid"):
         return 2
     return 1 if mismatches else 0
+
+
+_STEPS: tuple[Callable[[dict], int | None], ...] = (_load, _merge, _write, _summary)
+
+
+def write_report(shard_dir: Path, out_dir: Path, summary: Path | None = None) -> int:
+    """Merge every shard in ``shard_dir`` and write the report files into ``out_dir``.
+
+    Args:
+        shard_dir: directory of ``*.json`` shards.
+        out_dir: where ``matrix.json``, ``COMPATIBILITY.md``, ``matrix.html``, ``junit.xml`` and
+            (with matplotlib) ``matrix.png`` go.
+        summary: a file to append the compact compatibility table to, such as the file named
+            by ``$GITHUB_STEP_SUMMARY``; kept under GitHub's 1 MiB per-step limit.
+
+    Returns:
+        0 when every shard was valid and every observed cell matched its expectation; 1 when
+        some observed cell contradicts its expectation; 2 when any shard was rejected (each is
+        named on stderr, in one line), no valid shard was found, or the summary could not be
+        appended. The report still covers the valid shards.
+    """
+    state: dict = {"shard_dir": Path(shard_dir), "out_dir": Path(out_dir),
+                   "summary": Path(summary) if summary is not None else None}
+    for step in _STEPS:
+        code = step(state)
+        if code is not None:
+            return code
+    return _verdict(state)

@@ -1,0 +1,101 @@
+"""JUnit XML for CI test reporting: one ``<testcase>`` per case × start method × runner.
+
+Mapping (the JUnit format as read by common CI reporters, e.g. the Ant ``junitreport`` schema):
+
+* one ``<testsuite>`` per runner (its id is the suite name; os, Python and torch are properties);
+* ``classname`` is ``<family>.<case>``, ``name`` is ``<case>[<method>]``, ``time`` is the cell's
+  ``duration_s`` (or its wall time when the loader never finished);
+* an observed cell that contradicts its expectation is a ``<failure>``; a cell of a broken case
+  (its in-process control failed) is an ``<error>``; ``skipped`` and ``unsupported`` cells are
+  ``<skipped>``; every other cell passes, including expected errors.
+
+Only observed cells appear: predicted cells of the compatibility view are not tests. Messages are
+untrusted text: characters that XML 1.0 cannot carry are replaced by U+FFFD, and
+:mod:`xml.etree.ElementTree` escapes the rest.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+
+__all__ = ["junit_xml"]
+
+# XML 1.0 "Char" production: tab, LF, CR, and U+0020 upwards minus surrogates and U+FFFE/U+FFFF.
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _clean(text: str | None) -> str:
+    return _NOT_XML.sub("\ufffd", text or "")
+
+
+def _time(rec: dict) -> float:
+    value = rec.get("duration_s")
+    if value is None:
+        value = rec.get("wall_s")
+    return float(value or 0.0)
+
+
+def _expected(rec: dict) -> str:
+    kind = rec.get("expected_kind")
+    return f"{rec['expected']}/{kind}" if kind else rec["expected"]
+
+
+def _observed(rec: dict) -> str:
+    return f"{rec['outcome']}/{rec['kind']}" if rec.get("kind") else rec["outcome"]
+
+
+def junit_xml(matrix: dict) -> bytes:
+    """Serialise the matrix's observed cells as a JUnit XML document.
+
+    Args:
+        matrix: the merged matrix (``runners`` and ``results``).
+
+    Returns:
+        UTF-8 encoded XML with a declaration, rooted at ``<testsuites>``.
+    """
+    by_runner: dict[str, list[dict]] = defaultdict(list)
+    for rec in matrix["results"]:
+        by_runner[rec["runner"]].append(rec)
+    root = ET.Element("testsuites", name="harness")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+    for runner in matrix["runners"]:
+        recs = by_runner.get(runner["id"], [])
+        suite = ET.SubElement(root, "testsuite", name=_clean(runner["id"]))
+        props = ET.SubElement(suite, "properties")
+        for key in ("os", "arch", "python", "torch", "default_method", "git_commit", "started_utc"):
+            if runner.get(key) is not None:
+                ET.SubElement(props, "property", name=key, value=_clean(str(runner[key])))
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+        for rec in recs:
+            family = rec.get("family") or matrix["cases"].get(rec["case"], {}).get("family", "unknown")
+            case = ET.SubElement(suite, "testcase", classname=_clean(f"{family}.{rec['case']}"),
+                                 name=_clean(f"{rec['case']}[{rec['method']}]"), time=f"{_time(rec):.4f}")
+            counts["tests"] += 1
+            counts["time"] += _time(rec)
+            detail = rec.get("root_cause") or rec.get("message") or ""
+            if rec.get("broken"):
+                counts["errors"] += 1
+                el = ET.SubElement(case, "error", type="broken-case",
+                                   message=_clean(f"broken case: its in-process control did not pass; "
+                                                  f"this cell observed {_observed(rec)}"))
+                el.text = _clean(rec.get("stderr_tail") or detail)
+            elif not rec.get("matches", True):
+                counts["failures"] += 1
+                el = ET.SubElement(case, "failure", type="mismatch",
+                                   message=_clean(f"expected {_expected(rec)}, observed {_observed(rec)}: {detail}"))
+                el.text = _clean(rec.get("stderr_tail") or detail)
+            elif rec["outcome"] in ("skipped", "unsupported"):
+                counts["skipped"] += 1
+                ET.SubElement(case, "skipped", message=_clean(f"{rec['outcome']}: {detail}"))
+            if rec.get("warnings"):
+                out = ET.SubElement(case, "system-err")
+                out.text = _clean("\n".join(rec["warnings"]))
+        for key, value in counts.items():
+            suite.set(key, f"{value:.4f}" if key == "time" else str(value))
+            totals[key] += value
+    for key, value in totals.items():
+        root.set(key, f"{value:.4f}" if key == "time" else str(value))
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
