@@ -9,4 +9,13 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "assert_spawn_safe"]
+
+
+def __getattr__(name: str):
+    # Lazy, so ``import harness`` stays light (no torch) until the guard is used.
+    if name == "assert_spawn_safe":
+        from harness._pytest_plugin import assert_spawn_safe
+
+        return assert_spawn_safe
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")

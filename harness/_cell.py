@@ -49,11 +49,15 @@ def run_spec(spec: dict) -> dict:
 
     Args:
         spec: ``{"module", "path", "root", "script", "method", "num_workers"}``; ``method`` is
-            ``in-process``, ``fork``, ``spawn`` or ``forkserver``.
+            ``in-process``, ``fork``, ``spawn`` or ``forkserver``. Optional: ``argv``, the
+            arguments a script case gets as ``sys.argv[1:]``, and ``cwd``, the directory to
+            run in (both used by ``harness reproduce``).
     """
     import multiprocessing
 
     root = spec["root"]
+    if spec.get("cwd"):
+        os.chdir(spec["cwd"])
     if root not in sys.path:
         sys.path.insert(0, root)
     os.environ["HARNESS_CELL_METHOD"] = spec["method"]
@@ -91,7 +95,7 @@ def run_spec(spec: dict) -> dict:
         if spec["script"]:
             import runpy
 
-            sys.argv = [spec["path"]]
+            sys.argv = [spec["path"], *spec.get("argv", ())]
             runpy.run_path(spec["path"], run_name="__main__")
         else:
             entry(cell)

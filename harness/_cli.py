@@ -75,11 +75,36 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="list the catalogue's cases")
     lst.add_argument("--json", action="store_true", help="print a JSON array")
     lst.add_argument("--catalogue", type=Path, default=None, metavar="DIR")
+
+    diag = sub.add_parser("diagnose", help="find every object in your loader that spawn/forkserver cannot pickle")
+    diag.add_argument("target", metavar="TARGET",
+                      help="package.module:attr or path/to/file.py:attr; attr is a DataLoader, a Dataset, "
+                      "or a zero-argument callable returning one")
+    diag.add_argument("--method", choices=("spawn", "forkserver"), default="spawn",
+                      help="start method whose worker start is checked (default: spawn)")
+    diag.add_argument("--num-workers", type=_positive_int, default=None, metavar="N",
+                      help="worker count for the payload total (default: the loader's; 2 for a Dataset)")
+    diag.add_argument("--json", action="store_true", help="print one JSON object")
+
+    repro = sub.add_parser("reproduce", help="run your script as __main__ under a forced start method",
+                           usage="harness reproduce SCRIPT [--method METHOD] [--timeout S] [--json] [-- ARGS ...]",
+                           epilog="Everything after -- is passed to the script as sys.argv[1:].")
+    repro.add_argument("script", type=Path, metavar="SCRIPT", help="the Python script to run")
+    repro.add_argument("--method", default="spawn", metavar="METHOD",
+                       help="fork, spawn, forkserver, or a platform: windows, macos, linux, "
+                       "linux-py3.14 (default: spawn)")
+    repro.add_argument("--timeout", type=_positive_float, default=60.0, metavar="S",
+                       help="kill the run and its process tree after S seconds (default: 60)")
+    repro.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``harness`` command line; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script_args: list[str] = []
+    if "--" in argv and "reproduce" in argv[: argv.index("--")]:  # reproduce SCRIPT ... -- ARGS
+        argv, script_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     args = build_parser().parse_args(argv)
     if args.command == "run":
         from harness._run import run_catalogue
@@ -96,6 +121,16 @@ def main(argv: list[str] | None = None) -> int:
         from harness._listing import list_cases
 
         return list_cases(as_json=args.json, catalogue_dir=args.catalogue)
+    if args.command == "diagnose":
+        from harness._diagnose import diagnose_command
+
+        return diagnose_command(args.target, method=args.method, as_json=args.json,
+                                num_workers=args.num_workers)
+    if args.command == "reproduce":
+        from harness._reproduce import reproduce_command
+
+        return reproduce_command(args.script, method=args.method, timeout_s=args.timeout,
+                                 as_json=args.json, argv=script_args)
     raise AssertionError(args.command)  # pragma: no cover - argparse enforces the choices
 
 

@@ -1,0 +1,289 @@
+"""``harness reproduce``: run a user's script as ``__main__`` under a forced start method.
+
+The script runs exactly like a catalogue script case: in a fresh interpreter and process
+group (:func:`harness._runner.launch_cell`), with ``multiprocessing.set_start_method(method,
+force=True)`` applied first and the script executed by ``runpy.run_path(path,
+run_name="__main__")`` (:mod:`harness._cell`), so spawn and forkserver workers re-import it as
+``__mp_main__`` just as they would on Windows, macOS or Linux with Python 3.14. The watchdog
+kills the whole tree at the timeout. The run is classified by :func:`harness._classify.classify`,
+the same classifier the matrix uses, and the verdict is mapped to the catalogue case that shows
+the same mechanism, whose ``fix`` names the repair.
+
+Platform names (``windows``, ``macos``, ``linux``, ``linux-py3.14``) replay that platform's
+default start method (:func:`harness._policy.resolve_method_alias`); the Python version is this
+interpreter's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness._catalogue import Case, default_catalogue_dir
+from harness._classify import Verdict, classify
+from harness._outcomes import METHODS
+from harness._policy import available_methods, resolve_method_alias
+from harness._runner import DEFAULT_WORKERS, CellSpec, launch_cell
+
+__all__ = ["Reproduction", "ScriptSpec", "hint_for", "reproduce", "reproduce_command", "resolve_method"]
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class ScriptSpec(CellSpec):
+    """A :class:`CellSpec` for a user's script, with its arguments and working directory.
+
+    Attributes:
+        argv: arguments the script gets as ``sys.argv[1:]``.
+        cwd: directory the script runs in (the caller's, as ``python script.py`` would).
+    """
+
+    argv: tuple[str, ...] = ()
+    cwd: str = ""
+
+    def to_child(self) -> dict:
+        """The cell spec plus ``argv`` and ``cwd`` (read by :func:`harness._cell.run_spec`)."""
+        return {**super().to_child(), "argv": list(self.argv), "cwd": self.cwd}
+
+
+@dataclass
+class Reproduction:
+    """One reproduced run.
+
+    Attributes:
+        script: the script as given.
+        method: the start method it ran under.
+        requested: the ``--method`` value as given (a method or a platform alias).
+        verdict: outcome, kind, message and root cause, as the matrix classifies a cell.
+        duration_s: seconds from launch to exit (interpreter start-up included).
+        hint: the fix hint naming the matching catalogue case, or ``None`` on ``pass``.
+        stderr_tail: the last lines the script and its workers wrote to stderr.
+    """
+
+    script: str
+    method: str
+    requested: str
+    verdict: Verdict
+    duration_s: float
+    hint: str | None
+    stderr_tail: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """``{"script", "method", "outcome", "kind", "root_cause", "duration_s", "hint"}``."""
+        return {
+            "script": self.script,
+            "method": self.method,
+            "outcome": self.verdict.outcome,
+            "kind": self.verdict.kind,
+            "root_cause": self.verdict.root_cause,
+            "duration_s": round(self.duration_s, 3),
+            "hint": self.hint,
+        }
+
+    def format_text(self) -> str:
+        """The human report: outcome, root cause, hint and the end of stderr."""
+        as_what = self.method if self.requested == self.method else f"{self.requested} ({self.method})"
+        v = self.verdict
+        outcome = f"{v.outcome} ({v.kind})" if v.kind else v.outcome
+        lines = [f"{self.script} under {as_what}: {outcome} after {self.duration_s:.1f} s"]
+        if v.outcome != "pass":
+            if v.message and v.message != v.root_cause:
+                lines.append(f"  parent saw: {v.message}")
+            if v.root_cause:
+                lines.append(f"  root cause: {v.root_cause}")
+            if self.stderr_tail:
+                lines.append("  stderr (last lines):")
+                lines += [f"    {line}" for line in self.stderr_tail]
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return "\n".join(lines)
+
+
+def resolve_method(name: str) -> str:
+    """A start method or platform alias → the start method to force.
+
+    Raises:
+        ValueError: unknown name, or a method this platform does not have (one line).
+    """
+    try:
+        method = resolve_method_alias(name)
+    except ValueError as exc:
+        raise ValueError(f"--method: {exc}") from None
+    if method not in available_methods():
+        raise ValueError(f"--method {name}: start method {method!r} does not exist on this platform")
+    return method
+
+
+def _pick(candidates: list[str], exclude: tuple[str, ...] = ()):
+    from harness._diagnose import pick_case
+
+    return pick_case(candidates, exclude)
+
+
+_QUOTED_TYPE = re.compile(r"cannot pickle '([^']+)' object")
+_LOCAL_NAME = re.compile(r"local object '([^']+)'")
+_MAIN_ATTR = re.compile(r"Can't get attribute '([^']+)' on <module '__(?:mp_)?main__'( \(built-in\))?")
+
+
+def _pickle_candidates(text: str) -> tuple[list[str], tuple[str, ...]]:
+    """Catalogue candidates for a pickling root cause, from the pickler's message alone."""
+    if "<lambda>" in text:
+        return (["transform-lambda"], ())
+    local = _LOCAL_NAME.search(text)
+    if local:
+        last = local.group(1).rsplit(".", 1)[-1]
+        if last[:1].isupper():
+            return (["dataset-class-in-function"], ())
+        return (["transform-local-def", "transform-closure-captures-local"], ())
+    quoted = _QUOTED_TYPE.search(text)
+    if quoted:
+        t = quoted.group(1)
+        if t.startswith("_io."):
+            return (["dataset-open-file"], ())
+        if t.startswith("sqlite3."):
+            return (["dataset-sqlite-connection", "*sqlite*"], ())
+        if t == "module":
+            return (["dataset-module-object"], ())
+        if t in ("_thread.lock", "_thread.RLock"):
+            return (["dataset-lock", "dataset-*lock*", "*thread-lock*"], ("semlock", "context"))
+        if t == "generator":
+            return (["dataset-generator*", "*iterdir*", "dataset-*generator*"], ("torch",))
+        if "Generator" in t:
+            return (["*torch-generator*"], ())
+    return ([], ())
+
+
+def hint_for(verdict: Verdict, timeout_s: float | None = None) -> str | None:
+    """A one-line fix hint naming the catalogue case with the same mechanism.
+
+    Mapping (kind → case): ``bootstrap`` → ``entry-no-main-guard``; ``main-attribute`` →
+    ``entry-def-inside-main-guard`` (or an interactive-``__main__`` case for
+    ``<module '__main__' (built-in)>``); ``pickle`` → the case for the object the pickler names
+    (lambda, local function or class, open file, sqlite connection, module ...);
+    ``context-mix``, ``cuda-reinit`` and ``daemonic`` → the case of that family. Each hint gives
+    the case's fix case and its file in the catalogue.
+
+    Returns:
+        The hint, or ``None`` for ``pass``.
+    """
+    if verdict.outcome == "pass":
+        return None
+    text = f"{verdict.message}\n{verdict.root_cause}"
+    candidates: list[str] = []
+    exclude: tuple[str, ...] = ()
+    if verdict.kind == "bootstrap":
+        candidates = ["entry-no-main-guard", "*no-main-guard*"]
+    elif verdict.kind == "main-attribute":
+        m = _MAIN_ATTR.search(text)
+        if m and m.group(2):
+            candidates = ["*interactive*", "*stdin*", "*notebook*"]
+        elif m and m.group(1)[:1].isupper():
+            candidates = ["entry-class-inside-main-guard", "*class*main-guard*", "entry-def-inside-main-guard"]
+        else:
+            candidates = ["entry-def-inside-main-guard", "*inside-main-guard*"]
+    elif verdict.kind == "pickle":
+        candidates, exclude = _pickle_candidates(text)
+    elif verdict.kind == "context-mix":
+        candidates = ["*context-mix*", "*fork-context*", "*semlock*"]
+    elif verdict.kind == "cuda-reinit":
+        candidates = ["*cuda*"]
+    elif verdict.kind == "daemonic":
+        candidates = ["*daemon*"]
+    case = _pick(candidates, exclude) if candidates else None
+    if case is not None:
+        return _case_hint(case)
+    if verdict.outcome == "hang":
+        limit = f" after {timeout_s:g} s" if timeout_s else ""
+        return (f"the run did not finish{limit}, so it was killed with its whole process tree; a worker may "
+                "be blocked or the script may wait for input (try a larger --timeout to tell a slow run from a hang)")
+    if verdict.kind == "worker-exception":
+        return "a worker raised; the root cause is the worker's own exception, which fails the same way under fork"
+    if verdict.kind == "import":
+        return "the script could not be started"
+    return "no catalogue case matches this failure; the root cause is the decisive error line"
+
+
+def _where(case: Case) -> str:
+    """The case's file relative to the catalogue's parent directory (``cases/...py``)."""
+    try:
+        return case.path.relative_to(default_catalogue_dir().parent).as_posix()
+    except Exception:  # noqa: BLE001 - a case outside the installed catalogue keeps its own path
+        return str(case.path)
+
+
+def _case_hint(case: Case) -> str:
+    from harness._diagnose import catalogue_cases, fix_description
+
+    hint = f"matches catalogue case {case.id} ({case.title}), {_where(case)}"
+    fix_case = catalogue_cases().get(case.fix) if case.fix else None
+    if case.fix:
+        hint += f"; fix: {fix_description(case.fix)}" + (f", {_where(fix_case)}" if fix_case else "")
+    return hint
+
+
+def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,
+              argv: list[str] | tuple[str, ...] = (), cwd: str | None = None) -> Reproduction:
+    """Run ``script`` as ``__main__`` under ``method`` in an isolated process tree.
+
+    Args:
+        script: path to the user's script.
+        method: ``fork``, ``spawn``, ``forkserver`` or a platform alias.
+        timeout_s: seconds before the run and its whole process tree are killed (``hang``).
+        argv: the script's ``sys.argv[1:]``.
+        cwd: directory to run in (default: the current directory).
+
+    Raises:
+        FileNotFoundError: ``script`` is not a file.
+        ValueError: ``method`` is unknown or unavailable here.
+    """
+    path = Path(script)
+    if not path.is_file():
+        raise FileNotFoundError(f"{script}: script not found")
+    resolved = resolve_method(method)
+    abspath = path.resolve()
+    case = Case(
+        id="reproduce",
+        family="user-script",
+        title=abspath.name,
+        why="",
+        expect=dict.fromkeys(METHODS, "pass"),
+        sources=(),
+        module=abspath.stem,
+        path=abspath,
+        root=abspath.parent,
+        script=True,
+    )
+    spec = ScriptSpec(case=case, method=resolved, num_workers=DEFAULT_WORKERS, timeout_s=timeout_s,
+                      argv=tuple(argv), cwd=cwd or os.getcwd())
+    run = launch_cell(spec)
+    verdict = classify(run.observation)
+    tail = [line for line in run.observation.stderr.splitlines() if line.strip()][-12:]
+    return Reproduction(
+        script=str(script),
+        method=resolved,
+        requested=method,
+        verdict=verdict,
+        duration_s=run.wall_s,
+        hint=hint_for(verdict, timeout_s),
+        stderr_tail=tail if verdict.outcome != "pass" else [],
+    )
+
+
+def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,
+                      as_json: bool = False, argv: list[str] | tuple[str, ...] = ()) -> int:
+    """``harness reproduce``: print the result; return 0 on pass, 1 otherwise, 2 on a usage error."""
+    try:
+        result = reproduce(script, method=method, timeout_s=timeout_s, argv=argv)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"harness reproduce: error: {exc}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(result.format_text())
+    return 0 if result.verdict.outcome == "pass" else 1
