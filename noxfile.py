@@ -71,12 +71,15 @@ def regression(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff, plus offline checks of the GitHub workflow (zizmor, check-jsonschema)."""
+    """ruff, offline checks of the GitHub workflow (zizmor, check-jsonschema), and the schemas."""
+    from pathlib import Path
+
     session.install("ruff", "zizmor", "check-jsonschema")
     session.run("ruff", "check", ".")
     session.run("zizmor", "--offline", "--min-severity", "medium", ".github/workflows/")
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows",
-                *sorted(str(p) for p in __import__("pathlib").Path(".github/workflows").glob("*.yml")))
+                *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")))
+    session.run("check-jsonschema", "--check-metaschema", *sorted(str(p) for p in Path("harness/schemas").glob("*.json")))
 
 
 @nox.session

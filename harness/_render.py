@@ -196,6 +196,7 @@ def compat_model(matrix: dict, notes: _Notes | None = None) -> dict:
                          f"observed {others}")
             source_label = runner_label(by_runner[entry["runner"]]) if entry["runner"] in by_runner else entry["runner"]
             detail = src.get("root_cause") or src.get("message") or ""
+            cell["source_label"] = source_label
             cell["tip"] = (f"{entry['provenance']} on {source_label} ({entry['method']})"
                            + (f": {detail}" if detail else ""))
             cells.append(cell)
