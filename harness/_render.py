@@ -452,10 +452,13 @@ def render_summary(matrix: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
     if matrix.get("rejected"):
         head += [f"**{len(matrix['rejected'])} shard(s) rejected:**", ""]
         head += [f"- {md_escape(r)}" for r in matrix["rejected"]] + [""]
-    mism = [f"- ‼ `{r['case']}` [{r['method']}] on `{r['runner']}`: expected {r['expected']}"
-            f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
-            f"{'/' + r['kind'] if r.get('kind') else ''}: {md_escape((r.get('root_cause') or r.get('message') or '')[:300])}"
-            for r in mismatches]
+    broken = sorted({(r["case"], r["runner"]) for r in mismatches if r.get("broken")})
+    mism = [f"- 🚧 `{case}` on `{runner}`: broken case, its in-process control did not pass"
+            for case, runner in broken]
+    mism += [f"- ‼ `{r['case']}` [{r['method']}] on `{r['runner']}`: expected {r['expected']}"
+             f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
+             f"{'/' + r['kind'] if r.get('kind') else ''}: {md_escape((r.get('root_cause') or r.get('message') or '')[:300])}"
+             for r in mismatches if not r.get("broken")]
     tail = ([f"**{len(mismatches)} observed cell(s) contradict their expectation:**", ""] + mism + [""]
             if mismatches else ["No observed cell contradicts its expectation.", ""])
     foot = ["*Italic* † cells are predicted from the same start method on another runner. "
@@ -464,14 +467,21 @@ def render_summary(matrix: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
     def fits(text: str) -> bool:
         return len(text.encode("utf-8")) <= limit_bytes
 
-    full = "\n".join(head + _md_compat_table(compat, with_fix=False) + [""] + tail + foot)
+    def footnotes(rows: list[dict]) -> list[str]:
+        keys = [k for row in rows for c in row["cells"] if c is not None
+                for k in (c["warn"], c["disagree_note"]) if k]
+        return [f"[^{k}]: {md_escape(notes.items[k])}" for k in dict.fromkeys(keys)] + ([""] if keys else [])
+
+    full = "\n".join(head + _md_compat_table(compat, with_fix=False) + [""] + tail
+                     + footnotes(compat["rows"]) + foot)
     if fits(full):
         return full
     short_model = {"platforms": compat["platforms"],
                    "rows": [r for r in compat["rows"]
                             if any(c is not None and c["outcome"] != "pass" for c in r["cells"])]}
     short = "\n".join(head + ["Short form: only cases with a cell that is not ✅ pass.", ""]
-                      + _md_compat_table(short_model, with_fix=False) + [""] + tail + foot)
+                      + _md_compat_table(short_model, with_fix=False) + [""] + tail
+                      + footnotes(short_model["rows"]) + foot)
     if fits(short):
         return short
     counts = head + ["Short form: counts per platform only.", ""] + _counts_table(compat) + [""]

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _shards import linux_shard, windows_shard, write
+from _shards import derive, linux_shard, windows_shard, write
 
 from harness._cli import main
 from harness._heatmap import render_heatmap
@@ -145,3 +145,21 @@ def test_report_without_matplotlib_skips_png_with_a_note(tmp_path, monkeypatch, 
     assert not (out / "matrix.png").exists()
     assert "<img" not in (out / "matrix.html").read_text(encoding="utf-8")
     assert (out / "junit.xml").exists() and (out / "COMPATIBILITY.md").exists()
+
+
+def test_disagreement_and_broken_cases_are_spelled_out():
+    old = derive(linux_shard(), os_name="linux", python="3.10.14", torch="2.9.1+cpu")
+    for rec in old["results"]:
+        if rec["case"] == "transform-lambda" and rec["method"] == "fork":
+            rec.update(outcome="hang", kind=None, matches=False)
+        if rec["case"] == "transform-local-def":
+            rec.update(broken=True, matches=False)
+    matrix = merge([(Path("old.json"), old), (Path("new.json"), linux_shard())])
+    for text in (render_markdown(matrix), render_summary(matrix)):
+        row = next(ln for ln in text.splitlines() if ln.startswith("| `transform-lambda` |"))
+        key = re.search(r"≠\[\^(d\d+)\]", row).group(1)
+        note = next(ln for ln in text.splitlines() if ln.startswith(f"[^{key}]: "))
+        assert "linux py3.10 torch2.9.1: ⏳ hang" in note
+    summary = render_summary(matrix)
+    assert "🚧 `transform-local-def` on `linux-x86_64-py3.10-torch2.9.1+cpu`: broken case" in summary
+    assert "‼ `transform-lambda` [fork] on `linux-x86_64-py3.10-torch2.9.1+cpu`: expected pass, observed hang" in summary
