@@ -102,7 +102,7 @@ def _verdict(state: dict) -> int:
     matrix = state["matrix"]
     mismatches = [r for r in matrix["results"] if not r["matches"]]
     print(f"harness report: {len(state['shards'])} shard(s), {len(matrix['results'])} cells, "
-          f"{len(mismatches)} contradict expectations → {state['out_dir']}: {', '.join(state['written'])}")
+          f"{len(mismatches)} contradict expectations -> {state['out_dir']}: {', '.join(state['written'])}")
     broken = sorted({(r["case"], r["runner"]) for r in mismatches if r.get("broken")})
     for case, runner in broken:
         print(f"  BROKEN {case} on {runner}: its in-process control did not pass (a case defect, not a finding)")
