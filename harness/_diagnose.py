@@ -349,11 +349,11 @@ class Diagnosis:
         lines = []
         if self.safe:
             lines.append(f"{self.target}: SAFE under {self.method}: everything a worker start "
-                         "pickles pickles.")
+                         "sends pickles.")
         else:
             n = len(self.findings)
             lines.append(f"{self.target}: UNSAFE under {self.method}: {n} object{'s' if n != 1 else ''} "
-                         "cannot be pickled for a worker start.")
+                         "cannot be sent to a worker.")
             for i, f in enumerate(self.findings, 1):
                 p = f.problem
                 lines += ["", f"{i}. {p.path}", f"   type:    {p.type}", f"   message: {p.exc_type}: {p.message}"]

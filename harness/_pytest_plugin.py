@@ -55,7 +55,7 @@ def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosi
     if result.safe:
         return result
     n = len(result.findings)
-    lines = [f"{n} object{'s' if n != 1 else ''} cannot be pickled for a {result.method} worker start:"]
+    lines = [f"{n} object{'s' if n != 1 else ''} cannot be sent to a {result.method} worker:"]
     for f in result.findings:
         p = f.problem
         line = f"  {p.path}: {p.type}: {p.message}"

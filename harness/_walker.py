@@ -49,6 +49,7 @@ __all__ = [
     "PROTOCOL",
     "Payload",
     "Problem",
+    "TemporaryStorageError",
     "WalkerPickler",
     "find_problems",
     "measure_payload",
@@ -79,8 +80,9 @@ class Problem:
         exc_type: the exception type the pickler raised, e.g. ``TypeError``.
         label: what the object is, by mechanism: ``lambda``, ``closure``, ``local-function``,
             ``local-class``, ``unimportable-function``, ``unimportable-class``, ``open-file``,
-            ``sqlite``, ``module``, ``lock``, ``generator``, ``fork-context-semlock``,
-            ``non-leaf-tensor``, ``too-deep`` or ``other``.
+            ``sqlite``, ``module``, ``lock``, ``generator``, ``torch-generator``,
+            ``temporary-tensor``, ``fork-context-semlock``, ``non-leaf-tensor``, ``too-deep``
+            or ``other``.
         within: the innermost notable container on the path (``zipfile``, ``tarfile``,
             ``log-handler``), or ``None``.
         root: the root name the path starts with.
@@ -180,10 +182,39 @@ def _torch_storage_types() -> tuple[type, ...]:
     return tuple(t for t in ForkingPickler._extra_reducers if t.__name__ == "UntypedStorage")
 
 
-def _dispatch_table(payload: Payload) -> dict:
-    """ForkingPickler's dispatch table, with CPU torch storages counted instead of shared."""
+class TemporaryStorageError(RuntimeError):
+    """Pickling made a torch tensor that nothing keeps alive until the worker opens it.
+
+    torch's ``file_descriptor`` sharing strategy (the Linux default) sends a CPU storage as a
+    descriptor of its shared-memory file (``reduce_storage``: ``storage._share_fd_cpu_()`` and
+    ``DupFd``); the descriptor is only duplicated into the child when the process is launched,
+    after pickling. A tensor made inside a ``__reduce__`` or ``__getstate__`` (such as the state
+    tensor of ``torch.Generator.__reduce__``) is freed when pickling ends, its descriptor closes,
+    and the worker fails with ``unable to resize file <filename not specified> to the right
+    size``. Observed with torch 2.13 under spawn and forkserver; the ``file_system`` strategy
+    (macOS, Windows) keeps the file by name and does not fail.
+    """
+
+
+def _storage_tracking() -> tuple[Any, bool]:
+    """torch's ``StorageWeakRef`` and whether the sharing strategy is ``file_descriptor``."""
+    if "torch" not in sys.modules:
+        return None, False
+    import torch.multiprocessing as tmp
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    return StorageWeakRef, tmp.get_sharing_strategy() == "file_descriptor"
+
+
+def _dispatch_table(payload: Payload, weakrefs: list | None = None) -> dict:
+    """ForkingPickler's dispatch table, with CPU torch storages counted instead of shared.
+
+    With ``weakrefs``, a weak reference to every CPU storage pickled is appended to it, so the
+    caller can tell storages that outlive the dump from temporaries.
+    """
     table = dict(copyreg.dispatch_table)
     table.update(ForkingPickler._extra_reducers)
+    weakref_type, _ = _storage_tracking()
     for storage_type in _torch_storage_types():
         torch_reducer = table[storage_type]
 
@@ -191,6 +222,8 @@ def _dispatch_table(payload: Payload) -> dict:
             if storage.device.type != "cpu":
                 return _torch_reducer(storage)  # CUDA and meta storages raise there, as in a real start
             payload.storage_bytes += storage.nbytes()
+            if weakrefs is not None and weakref_type is not None and storage.nbytes():
+                weakrefs.append(weakref_type(storage))
             return (_shared_storage, (storage.nbytes(),))
 
         table[storage_type] = reduce_storage
@@ -204,15 +237,17 @@ class WalkerPickler(ForkingPickler):
     dispatch table itself: ``copyreg.dispatch_table`` plus ``ForkingPickler._extra_reducers``.
     """
 
-    def __init__(self, payload: Payload, protocol: int = PROTOCOL) -> None:
-        pickle.Pickler.__init__(self, _CountingSink(payload), protocol, buffer_callback=self._count_buffer)
-        self.payload = payload
-        self.dispatch_table = _dispatch_table(payload)
+    def __init__(self, payload: Payload, protocol: int = PROTOCOL, weakrefs: list | None = None) -> None:
+        # The callback closes over the payload, not over self: a pickler in a reference cycle
+        # would keep its memo, and every temporary it pickled, alive after the dump.
+        def count_buffer(buf: pickle.PickleBuffer) -> None:
+            with buf.raw() as view:
+                payload.buffer_bytes += view.nbytes
+            # A false return keeps the buffer out of band: nothing is copied into the stream.
 
-    def _count_buffer(self, buf: pickle.PickleBuffer) -> None:
-        with buf.raw() as view:
-            self.payload.buffer_bytes += view.nbytes
-        # A false return keeps the buffer out of band: nothing is copied into the stream.
+        pickle.Pickler.__init__(self, _CountingSink(payload), protocol, buffer_callback=count_buffer)
+        self.payload = payload
+        self.dispatch_table = _dispatch_table(payload, weakrefs)
 
 
 def measure_payload(obj: Any, protocol: int = PROTOCOL) -> Payload:
@@ -226,12 +261,23 @@ def measure_payload(obj: Any, protocol: int = PROTOCOL) -> Payload:
         The :class:`Payload` sizes, in bytes.
 
     Raises:
+        TemporaryStorageError: pickling made a CPU tensor that is freed before a worker could
+            open it, under the ``file_descriptor`` sharing strategy.
         Exception: whatever the pickler raises for ``obj`` (``PicklingError``, ``TypeError``,
             ``AttributeError``, ``RuntimeError`` ...).
     """
     payload = Payload()
+    weakrefs: list = []
     with _spawning():
-        WalkerPickler(payload, protocol).dump(obj)
+        pickler = WalkerPickler(payload, protocol, weakrefs)
+        pickler.dump(obj)
+        del pickler  # its memo keeps every object it pickled alive
+    _, file_descriptor = _storage_tracking()
+    if file_descriptor and any(ref.expired() for ref in weakrefs):
+        raise TemporaryStorageError(
+            "pickling creates a tensor that is freed before the worker starts; under the "
+            "'file_descriptor' sharing strategy the worker fails with \"unable to resize file "
+            "<filename not specified> to the right size\"")
     return payload
 
 
@@ -257,6 +303,9 @@ def _first_line(exc: BaseException) -> str:
 def _label(obj: Any, exc: BaseException) -> str:
     """What the object at fault is, by mechanism (see :class:`Problem`)."""
     msg = str(exc)
+    torch = sys.modules.get("torch")
+    if isinstance(exc, TemporaryStorageError):
+        return "torch-generator" if torch is not None and isinstance(obj, torch.Generator) else "temporary-tensor"
     if "SemLock created in a fork context" in msg:
         return "fork-context-semlock"
     if "Cowardly refusing to serialize non-leaf tensor" in msg:
@@ -282,7 +331,6 @@ def _label(obj: Any, exc: BaseException) -> str:
         return "lock"
     if isinstance(obj, _GENERATOR_TYPES):
         return "generator"
-    torch = sys.modules.get("torch")
     if torch is not None and isinstance(obj, torch.Generator):
         return "torch-generator"
     return "other"
@@ -491,7 +539,7 @@ class _Walker:
         if id(obj) in self.reported:
             return
         children = None
-        if len(stack) < MAX_DEPTH and not isinstance(exc, RecursionError):
+        if len(stack) < MAX_DEPTH:
             try:
                 with _spawning():  # reducers that assert spawning run as in a real start
                     children = self.children(obj, path)
@@ -504,6 +552,10 @@ class _Walker:
             # A child that is also an ancestor (a cycle, such as a bound method of the dataset
             # stored on the dataset) fails because of that ancestor's own problems.
             bad = self.failing(children)
+            if isinstance(exc, RecursionError) and any(type(c) is type(obj) for _, c, _ in bad):
+                # Too deep to pickle: report where the self-similar nesting (a list of lists, a
+                # linked node chain) starts, not thousands of levels further down.
+                bad = []
             for cpath, child, cexc in bad:
                 if id(child) not in here:
                     self.locate(child, cpath, cexc, root, here, inner)

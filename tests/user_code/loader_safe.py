@@ -1,9 +1,8 @@
 """A loader that is safe under spawn although it holds objects people suspect.
 
 Nothing to report: a ``logging.Logger`` with a handler (pickles by name since Python 3.7), a
-bound method of a picklable object as collate_fn, a numpy array, a tensor, a torch.Generator,
-an sqlite connection dropped by ``__getstate__`` and reopened lazily, and a top-level
-``worker_init_fn``.
+bound method of a picklable object as collate_fn, a numpy array, a tensor, an sqlite
+connection dropped by ``__getstate__`` and reopened lazily, and a top-level ``worker_init_fn``.
 """
 
 import logging
@@ -30,7 +29,6 @@ class Lookup(Dataset):
         self.log = log
         self.table = np.arange(n * 4, dtype=np.float32).reshape(n, 4)
         self.offsets = torch.arange(4)
-        self.rng = torch.Generator().manual_seed(0)
         self.transform = Compose([to_tensor, Normalize(1.0, 2.0)])
         fd, self.db_path = tempfile.mkstemp(suffix=".sqlite")
         os.close(fd)

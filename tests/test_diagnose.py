@@ -1,0 +1,243 @@
+"""``harness diagnose`` on realistic user loaders (``tests/user_code``), as a user runs it.
+
+The expected problem paths are read off the loaders' code by hand (each loader's docstring
+states them and why). One test starts every loader under a real ``spawn`` start, in a fresh
+interpreter, and checks that diagnose's verdict is what really happens.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness._catalogue import discover
+from harness._cli import main
+
+USER = Path(__file__).parent / "user_code"
+CASES = discover().by_id()
+
+
+class CaseLike:
+    """An expected catalogue match for a pattern the seed catalogue may not have yet.
+
+    Matches ``None`` when no bad case id fits ``glob``, else an id that fits it, whose fix is a
+    good case of the catalogue.
+    """
+
+    def __init__(self, *globs: str, fallback: str | None = None) -> None:
+        self.globs = globs
+        self.fallback = fallback
+
+    def ok(self, case: str | None, fix: str | None) -> bool:
+        fits = [c for c in CASES.values() if c.bad and any(fnmatch.fnmatchcase(c.id, g) for g in self.globs)]
+        if not fits:
+            return case == self.fallback and (case is None or fix == CASES[case].fix)
+        return case in {c.id for c in fits} and (fix is None or not CASES[fix].bad)
+
+    def __repr__(self) -> str:
+        return f"CaseLike({', '.join(self.globs)}, fallback={self.fallback})"
+
+
+# target → {path: expected case id (exact) or CaseLike}; paths from the loaders' code.
+UNSAFE = {
+    "loader_nested.py:make_loader": {
+        "dataset.transform.transforms[2]": "transform-lambda",
+        "dataset.ops['flip']": "transform-lambda",
+    },
+    "loader_partial.py:make_loader": {
+        "collate_fn.func": "transform-local-def",
+        "collate_fn.keywords['key']": CaseLike("*collate*lambda*", fallback="transform-lambda"),
+    },
+    "loader_closure.py:make_loader": {
+        "dataset.transform": "transform-closure-captures-local",
+        "worker_init_fn": CaseLike("*worker-init*", fallback="transform-local-def"),
+    },
+    "loader_local_class.py:make_loader": {"dataset.__class__": "dataset-class-in-function"},
+    "loader_zip.py:make_loader": {
+        "dataset.archive.fp": CaseLike("*zip*"),
+        "dataset.archive._lock": CaseLike("*zip*"),
+    },
+    "loader_sqlite.py:make_loader": {"dataset.db.conn": "dataset-sqlite-connection"},
+    "loader_generator.py:make_loader": {"dataset.files": CaseLike("dataset-generator*", "*iterdir*")},
+    "loader_several.py:make_loader": {
+        "dataset.transform.transforms[1]": "dataset-lambda-attribute",
+        "dataset.index_file": "dataset-open-file",
+        "dataset.np_module": "dataset-module-object",
+        "dataset.cache.lock": CaseLike("dataset-lock", "dataset-*lock*", "*thread-lock*"),
+        "collate_fn.__self__.sort_key": CaseLike("*collate*lambda*", fallback="transform-lambda"),
+    },
+    "loader_slots.py:make_dataset": {
+        "dataset.spec.fn": "dataset-lambda-attribute",
+        "dataset.handler.lock": CaseLike("dataset-logger-handler*", "*log*handler*", "*logger*", "*handler*"),
+        "dataset.handler.stream": CaseLike("dataset-logger-handler*", "*log*handler*", "*logger*", "*handler*"),
+    },
+    "loader_context.py:make_dataset": {"dataset.seen._lock": CaseLike("*context-mix*", "*fork-context*", "*semlock*")},
+    "loader_torch_generator.py:make_loader": {"dataset.rng": CaseLike("*torch-generator*")},
+}
+SAFE = ["loader_safe.py:make_loader", "loader_numpy.py:dataset"]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(["diagnose", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("target", sorted(UNSAFE))
+def test_unsafe_loaders_report_every_path_with_its_case(capsys, target):
+    rc, out, _ = run(capsys, str(USER / target), "--json")
+    assert rc == 1
+    result = json.loads(out)
+    assert result["safe"] is False
+    assert result["payload_bytes"] is None
+    expected = UNSAFE[target]
+    got = {p["path"]: p for p in result["problems"]}
+    assert sorted(got) == sorted(expected)
+    assert len(result["problems"]) == len(expected)  # no path twice
+    for path, want in expected.items():
+        p = got[path]
+        assert set(p) == {"path", "type", "message", "case", "fix"}
+        assert p["message"]
+        if isinstance(want, CaseLike):
+            assert want.ok(p["case"], p["fix"]), (path, p["case"], want)
+        else:
+            assert p["case"] == want
+            assert p["fix"] == CASES[want].fix
+
+
+def test_json_has_exactly_the_documented_keys(capsys):
+    rc, out, _ = run(capsys, str(USER / "loader_sqlite.py:make_loader"), "--json", "--method", "forkserver")
+    result = json.loads(out)
+    assert rc == 1
+    assert list(result) == ["target", "method", "safe", "problems", "payload_bytes", "num_workers"]
+    assert result["target"] == str(USER / "loader_sqlite.py:make_loader")
+    assert result["method"] == "forkserver"
+    assert result["num_workers"] == 2
+    assert result["problems"] == [{
+        "path": "dataset.db.conn",
+        "type": "sqlite3.Connection",
+        "message": "cannot pickle 'sqlite3.Connection' object",
+        "case": "dataset-sqlite-connection",
+        "fix": "dataset-sqlite-lazy",
+    }]
+
+
+def test_loader_num_workers_is_reported(capsys):
+    _, out, _ = run(capsys, str(USER / "loader_several.py:make_loader"), "--json")
+    assert json.loads(out)["num_workers"] == 3  # the loader's own count
+
+
+@pytest.mark.parametrize("target", SAFE)
+def test_safe_loaders_exit_0_with_no_path(capsys, target):
+    rc, out, _ = run(capsys, str(USER / target), "--json")
+    result = json.loads(out)
+    assert rc == 0
+    assert result["safe"] is True
+    assert result["problems"] == []
+    assert result["payload_bytes"] > 0
+
+
+def test_large_numpy_payload_is_counted(capsys):
+    # loader_numpy holds a (2**20, 8) float64 array: 64 MiB, plus a few hundred bytes of pickle.
+    array_bytes = (1 << 20) * 8 * 8
+    rc, out, _ = run(capsys, str(USER / "loader_numpy.py:dataset"), "--json", "--num-workers", "4")
+    result = json.loads(out)
+    assert rc == 0
+    assert array_bytes <= result["payload_bytes"] <= array_bytes + 4096
+    assert result["num_workers"] == 4
+    rc, out, _ = run(capsys, str(USER / "loader_numpy.py:dataset"))
+    assert rc == 0
+    assert "SAFE under spawn" in out
+    assert "x 2 workers" in out  # a bare dataset is diagnosed as DataLoader(dataset, num_workers=2)
+
+
+def test_human_output_lists_path_type_message_and_fix(capsys):
+    rc, out, _ = run(capsys, str(USER / "loader_nested.py:make_loader"))
+    assert rc == 1
+    assert "UNSAFE under spawn: 2 objects cannot be sent to a worker" in out
+    assert "1. dataset.transform.transforms[2]" in out
+    assert "type:    function" in out
+    assert "Can't pickle local object 'make_loader.<locals>.<lambda>'" in out
+    assert "matches case transform-lambda; fix: transform-toplevel-def (" in out
+    assert "payload: not measured" in out
+
+
+def test_module_target_from_the_current_directory(capsys, monkeypatch):
+    monkeypatch.chdir(USER.parent)
+    rc, out, _ = run(capsys, "user_code.loader_partial:make_loader", "--json")
+    assert rc == 1
+    assert sorted(p["path"] for p in json.loads(out)["problems"]) == ["collate_fn.func", "collate_fn.keywords['key']"]
+
+
+@pytest.mark.parametrize("target, words", [
+    ("user_code/nope.py:make_loader", "nope.py: file not found"),
+    ("no_such_package.loaders:make_loader", "no_such_package.loaders: module not found"),
+    ("user_code/loader_slots.py:make_loader", "has no attribute 'make_loader'"),
+    ("user_code/loader_slots.py:NOT_A_LOADER", "got builtins.int, not a DataLoader"),
+    ("user_code/loader_slots.py:broken_factory", "calling broken_factory() raised ValueError: data root /nonexistent"),
+    ("user_code/loader_slots.py", "expected package.module:attr or path/to/file.py:attr"),
+])
+def test_bad_targets_exit_2_with_one_line(capsys, monkeypatch, target, words):
+    monkeypatch.chdir(USER.parent)
+    rc, out, err = run(capsys, target)
+    assert rc == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert words in err
+
+
+def test_usage_error_for_a_method_that_pickles_nothing(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["diagnose", str(USER / "loader_safe.py:make_loader"), "--method", "fork"])
+    assert info.value.code == 2
+    assert "--method" in capsys.readouterr().err
+
+
+def test_cli_entry_point_end_to_end():
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "diagnose", "tests/user_code/loader_local_class.py:make_loader"],
+        cwd=USER.parent.parent, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "1. dataset.__class__" in proc.stdout
+    assert "matches case dataset-class-in-function; fix: dataset-class-toplevel" in proc.stdout
+
+
+_REAL_START = r"""
+import importlib, json, multiprocessing, sys, warnings
+sys.path.insert(0, sys.argv[1])
+warnings.simplefilter("ignore")
+from torch.utils.data import DataLoader
+multiprocessing.set_start_method("spawn", force=True)
+out = {}
+for target in sys.argv[2:]:
+    module, attr = target.split(".py:")
+    obj = getattr(importlib.import_module(module), attr)
+    obj = obj() if callable(obj) and not hasattr(obj, "__getitem__") else obj
+    loader = obj if isinstance(obj, DataLoader) else DataLoader(obj, batch_size=4, num_workers=2)
+    try:
+        it = iter(loader)
+        next(it)
+        del it
+        out[target] = "started"
+    except Exception as exc:
+        out[target] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+
+
+def test_verdicts_agree_with_a_real_spawn_start(capsys):
+    """Every unsafe loader really fails to start under spawn, and every safe one starts."""
+    targets = sorted(UNSAFE) + SAFE
+    proc = subprocess.run([sys.executable, "-c", _REAL_START, str(USER), *targets],
+                          capture_output=True, text=True, timeout=300, cwd=USER)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    real = json.loads(proc.stdout.strip().splitlines()[-1])
+    for target in targets:
+        rc, _, _ = run(capsys, str(USER / target))
+        assert (real[target] == "started") == (rc == 0), (target, real[target])
