@@ -1,11 +1,20 @@
-"""Progress display for ``harness run``: a rich bar with ETA on a terminal, plain lines elsewhere."""
+"""Progress display for ``harness run``: a rich bar with ETA on a terminal, quiet lines in CI.
+
+The ETA weighs cells by their expected length (:func:`harness._schedule.estimate`), not by
+their count: a spawn cell takes ten times a fork cell, and longest-first scheduling runs the
+long ones first, so a count-based rate would promise far too much at the start.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 __all__ = ["Progress"]
+
+#: In CI, one summary line each time this fraction of the expected work is done.
+CI_STEP = 0.1
 
 
 def _line(rec: dict) -> str:
@@ -16,42 +25,88 @@ def _line(rec: dict) -> str:
     return f"{rec['case']} [{rec['method']}]: {rec['outcome']}{kind}{took}{mark}"
 
 
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
 class Progress:
     """Context manager reporting each finished cell.
 
-    On an interactive terminal (and not under CI) it shows a rich progress bar with ETA;
-    otherwise it prints one plain line per cell, and in CI (``CI`` set) only the cells that
-    contradict their expectation, to keep logs quiet.
+    * On an interactive terminal (and not in CI): a rich progress bar with the cell count,
+      elapsed time and ETA; cells that contradict their expectation are printed above it.
+    * In CI (``CI`` set): only contradicting cells, plus one summary line per
+      :data:`CI_STEP` of the expected work, so logs stay short.
+    * Otherwise (a pipe, a file): one plain line per cell.
+
+    Args:
+        total: number of cells to run.
+        expected_s: expected seconds of each cell, in any order (default: 1 s each); only
+            their sum and each finished cell's share matter.
+        done: cells already finished (a resumed run), shown as done.
+        jobs: cells run at once, for the ETA before the first cell ends.
     """
 
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = 0
+    def __init__(self, total: int, expected_s: list[float] | None = None, done: int = 0,
+                 jobs: int = 1) -> None:
+        self.total = total + done
+        self.done = done
+        self.work_total = sum(expected_s) if expected_s else float(total)
+        self.work_done = 0.0
+        self.jobs = max(1, jobs)
         self.ci = bool(os.environ.get("CI"))
         self.interactive = sys.stderr.isatty() and not self.ci
         self._bar = None
         self._task = None
+        self._t0 = time.monotonic()
+        self._next_ci = CI_STEP
+
+    def eta_s(self) -> float | None:
+        """Seconds left by the expected work still to do and the work rate so far."""
+        elapsed = time.monotonic() - self._t0
+        left = max(0.0, self.work_total - self.work_done)
+        if self.work_done <= 0 or elapsed <= 0:
+            return left / self.jobs if self.work_total else None
+        return left * elapsed / self.work_done
 
     def __enter__(self) -> Progress:
+        self._t0 = time.monotonic()
         if self.interactive:
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
 
-            self._bar = RichProgress(TextColumn("[bold]cells"), BarColumn(), MofNCompleteColumn(),
-                                     TimeRemainingColumn(), TextColumn("{task.description}"),
-                                     transient=False)
+            self._bar = RichProgress(
+                TextColumn("[bold]cells"), BarColumn(), TextColumn("{task.fields[cells]}"),
+                TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
+                TextColumn("{task.description}"), transient=False, refresh_per_second=4,
+            )
             self._bar.__enter__()
-            self._task = self._bar.add_task("", total=self.total)
+            self._task = self._bar.add_task("", total=max(self.work_total, 1e-9),
+                                            cells=f"{self.done}/{self.total}", eta="?")
         return self
 
-    def advance(self, rec: dict) -> None:
-        """Record one finished cell."""
+    def advance(self, rec: dict, expected_s: float = 1.0) -> None:
+        """Record one finished cell that was expected to take ``expected_s`` seconds."""
         self.done += 1
+        self.work_done += expected_s
+        eta = self.eta_s()
+        eta_text = _clock(eta) if eta is not None else "?"
         if self._bar is not None:
-            self._bar.update(self._task, advance=1, description=_line(rec))
+            self._bar.update(self._task, completed=self.work_done, description=_line(rec),
+                             cells=f"{self.done}/{self.total}", eta=eta_text)
             if not rec["matches"]:
                 self._bar.console.print(f"[red]{_line(rec)}")
-        elif not self.ci or not rec["matches"]:
+        elif self.ci:
+            if not rec["matches"]:
+                print(f"[{self.done}/{self.total}] {_line(rec)}", file=sys.stderr, flush=True)
+            frac = self.work_done / self.work_total if self.work_total else 1.0
+            if frac >= self._next_ci and self.done < self.total:
+                while self._next_ci <= frac:
+                    self._next_ci += CI_STEP
+                elapsed = time.monotonic() - self._t0
+                print(f"harness run: {self.done}/{self.total} cells, {_clock(elapsed)} elapsed, "
+                      f"about {eta_text} left", file=sys.stderr, flush=True)
+        else:
             print(f"[{self.done}/{self.total}] {_line(rec)}", file=sys.stderr, flush=True)
 
     def __exit__(self, *exc) -> None:

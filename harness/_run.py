@@ -12,10 +12,30 @@ from pathlib import Path
 from harness._catalogue import Case, CatalogueError, discover, select
 from harness._outcomes import METHODS
 from harness._progress import Progress
-from harness._runner import DEFAULT_WORKERS, mark_broken, plan, run_cells
-from harness._shard import SCHEMA_VERSION, runner_info, shard_filename, write_json_atomic
+from harness._runner import (
+    DEFAULT_WORKERS,
+    kill_live_cells,
+    mark_broken,
+    plan,
+    resolve_isolation,
+    run_cells,
+)
+from harness._schedule import durations, estimate, longest_first
+from harness._shard import (
+    SCHEMA_VERSION,
+    ShardError,
+    read_shard,
+    runner_info,
+    shard_filename,
+    write_json_atomic,
+)
+from harness._template import Template
 
-__all__ = ["case_table", "run_catalogue"]
+__all__ = ["SAVE_EVERY_S", "case_table", "run_catalogue"]
+
+#: Seconds between two writes of the partial shard while cells finish (plus one at the end
+#: and one on interrupt): rewriting hundreds of records after every cell costs seconds.
+SAVE_EVERY_S = 2.0
 
 
 def case_table(cases: list[Case]) -> dict[str, dict]:
@@ -42,6 +62,16 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def _previous_shard(path: Path) -> tuple[dict | None, str | None]:
+    """The shard already at ``path``: ``(data, None)``, ``(None, None)`` if absent, or ``(None, error line)``."""
+    if not path.exists():
+        return None, None
+    try:
+        return read_shard(path), None
+    except ShardError as exc:
+        return None, str(exc)
+
+
 def run_catalogue(
     *,
     patterns: list[str] | None,
@@ -52,19 +82,48 @@ def run_catalogue(
     jobs: int | None,
     catalogue_dir: Path | None = None,
     num_workers: int = DEFAULT_WORKERS,
+    isolation: str | None = "auto",
+    resume: bool = False,
 ) -> int:
     """Run the selected cells and write the shard; returns the exit code.
+
+    Args:
+        patterns, families, methods: the selection (``None``: everything).
+        out_dir: shard directory; the shard's name comes from the runner.
+        timeout_s: per-cell timeout in seconds (a case's own ``timeout_s`` wins).
+        jobs: cells using the CPU at once (default: the usable CPU count).
+        catalogue_dir: another catalogue package directory.
+        num_workers: DataLoader workers per cell (not for ``in-process``).
+        isolation: ``auto`` (``warm`` on Linux, else ``fresh``), ``warm`` or ``fresh``;
+            recorded in the shard's ``runner.isolation``.
+        resume: continue the shard already in ``out_dir``: keep its results, run only the
+            selected cells it lacks. Its isolation and timeout must match.
+
+    Cells start longest first, by their ``wall_s`` in the shard already in ``out_dir`` when
+    there is one (:mod:`harness._schedule`). The shard is rewritten (atomically) as cells
+    finish, at most every :data:`SAVE_EVERY_S` seconds, with ``complete: false``; an
+    interrupt (Ctrl-C, SIGTERM, SIGHUP) kills every running cell and the template, writes
+    the partial shard and returns 130.
 
     Returns:
         0 when every observed cell matched its expectation, 1 on any mismatch or broken case,
         2 for input errors (unknown method, selection that matches nothing, unreadable case
-        modules: these are reported and the other cases still run), 130 when interrupted.
+        modules: these are reported and the other cases still run; nothing to resume),
+        130 when interrupted.
     """
     for m in methods or ():
         if m not in METHODS:
             print(f"harness run: --methods: unknown start method {m!r} (choose from {', '.join(METHODS)})",
                   file=sys.stderr)
             return 2
+    try:
+        mode = resolve_isolation(isolation)
+    except ValueError as exc:
+        print(f"harness run: --isolation: {exc}", file=sys.stderr)
+        return 2
+    if isolation == "warm" and mode != "warm":
+        print("harness run: --isolation warm needs Linux; cells start fresh interpreters here",
+              file=sys.stderr)
     try:
         catalogue = discover(catalogue_dir)
         cases = select(catalogue.cases, patterns, families)
@@ -77,52 +136,100 @@ def run_catalogue(
         print("harness run: no cases selected", file=sys.stderr)
         return 2
     jobs = jobs or _usable_cpus()
-    runner = runner_info(isolation="fresh", timeout_s=timeout_s)
+    runner = runner_info(isolation=mode, timeout_s=timeout_s)
     shard_path = Path(out_dir) / shard_filename(runner)
+    previous, problem = _previous_shard(shard_path)
     specs = plan(cases, methods or METHODS, timeout_s, num_workers)
-    by_id = {c.id: c for c in cases}
+    by_id = {c.id: c for c in catalogue.cases}
+    table = case_table(cases)
     records: list[dict] = []
+    if resume:
+        if previous is None:
+            print(f"harness run: --resume: {problem or f'{shard_path}: no shard to resume'}", file=sys.stderr)
+            return 2
+        old = previous["runner"]
+        for key, value in (("isolation", mode), ("timeout_s", timeout_s)):
+            if key in old and old[key] != value:
+                print(f"harness run: --resume: {shard_path} was run with {key} {old[key]!r}, "
+                      f"not {value!r}; resume with the same options", file=sys.stderr)
+                return 2
+        runner = dict(old)
+        table = {**previous.get("cases", {}), **table}
+        records = [r for r in previous["results"] if r["case"] in by_id]
+        finished = {(r["case"], r["method"]) for r in records}
+        specs = [s for s in specs if s.key not in finished]
+    elif problem:
+        print(f"harness run: not using durations from the previous shard: {problem}", file=sys.stderr)
+    known = durations(previous)
+    specs = longest_first(specs, known)
+    expected = {s.key: estimate(s, known) for s in specs}
+    planned = len(records) + len(specs)
+    lock = threading.Lock()
     stop = threading.Event()
-    progress = Progress(total=len(specs))
+    last_save = [0.0]
 
     def save(complete: bool) -> None:
-        write_json_atomic(shard_path, {
-            "schema_version": SCHEMA_VERSION,
-            "complete": complete,
-            "runner": runner,
-            "cases": case_table(cases),
-            "results": sorted(records, key=lambda r: (r["case"], METHODS.index(r["method"]))),
-        })
+        with lock:
+            data = {
+                "schema_version": SCHEMA_VERSION,
+                "complete": complete,
+                "runner": runner,
+                "cases": table,
+                "results": sorted(records, key=lambda r: (r["case"], METHODS.index(r["method"]))),
+            }
+            write_json_atomic(shard_path, data)
+            last_save[0] = time.monotonic()
+
+    progress = Progress(total=len(specs), expected_s=list(expected.values()),
+                        done=len(records), jobs=jobs)
 
     def done(rec: dict) -> None:
-        records.append(rec)
-        progress.advance(rec)
-        save(complete=False)
+        with lock:
+            records.append(rec)
+        progress.advance(rec, expected[(rec["case"], rec["method"])])
+        if time.monotonic() - last_save[0] >= SAVE_EVERY_S:
+            save(complete=False)
 
     def interrupt(signum, frame):  # noqa: ARG001
         stop.set()
         raise KeyboardInterrupt
 
-    old_term = signal.signal(signal.SIGTERM, interrupt) if threading.current_thread() is threading.main_thread() else None
+    handled = (signal.SIGTERM,) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
+    old_handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        old_handlers = {sig: signal.signal(sig, interrupt) for sig in handled}
+    template = Template() if mode == "warm" and specs else None
     t0 = time.monotonic()
     try:
+        save(complete=False)
+        if template is not None:
+            template.start()
         with progress:
-            run_cells(specs, runner["id"], jobs, on_done=done, stop=stop)
+            run_cells(specs, runner["id"], jobs, on_done=done, stop=stop, isolation=mode,
+                      template=template)
     except KeyboardInterrupt:
         stop.set()
+        kill_live_cells()
+        if template is not None:
+            template.close()
         save(complete=False)
-        print(f"harness run: interrupted; partial shard with {len(records)} of {len(specs)} cells "
-              f"written to {shard_path}", file=sys.stderr)
+        print(f"harness run: interrupted; partial shard with {len(records)} of {planned} cells "
+              f"written to {shard_path}; continue with --resume", file=sys.stderr)
         return 130
     finally:
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
+        if template is not None:
+            template.close()
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+    if template is not None and template.failed:
+        print("harness run: the warm template failed during the run; some cells ran in fresh "
+              "interpreters", file=sys.stderr)
     for line in mark_broken(records, by_id):
         print(f"harness run: {line}", file=sys.stderr)
     save(complete=True)
     wall = time.monotonic() - t0
     bad = [r for r in records if not r["matches"]]
-    print(f"harness run: {len(records)} cells in {wall:.1f} s on {jobs} job(s); "
+    print(f"harness run: {len(records)} cells in {wall:.1f} s on {jobs} job(s), {mode} isolation; "
           f"{len(bad)} contradict expectations; shard: {shard_path}")
     for r in bad:
         print(f"  MISMATCH {r['case']} [{r['method']}]: expected {r['expected']}"

@@ -1,14 +1,26 @@
-"""Run cells in isolation: one fresh process and process group per cell, under a watchdog.
+"""Run cells in isolation: one new process and process group per cell, under a watchdog.
 
 Flow: plan cells (case × method) → launch each in its own process → sample its memory and
 enforce the timeout → kill whatever is left of its tree → classify → record. The harness
 process never imports case code; see :mod:`harness._cell` for the cell side.
+
+Two isolation modes start a cell's process:
+
+* ``warm`` (the default on Linux): forked from a template interpreter that has already
+  imported torch (:mod:`harness._template`), so a cell costs a fork instead of an
+  interpreter start plus ``import torch`` (about 1.5 s).
+* ``fresh`` (Windows, macOS, or ``--isolation fresh``): ``python -m harness._cell`` in a new
+  interpreter.
+
+Either way the cell leads its own session and process group, and its exit wakes the watcher
+at once (a pidfd or the template's report), not at the next polling tick.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -16,21 +28,43 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from harness._catalogue import Case
 from harness._classify import Observation, Verdict, classify
 from harness._outcomes import IN_PROCESS
 from harness._policy import available_methods
 from harness._proctree import TreeSampler, kill_tree
+from harness._template import Template, TemplateError, WarmChild, warm_available
 
-__all__ = ["CellSpec", "DEFAULT_TIMEOUT_S", "DEFAULT_WORKERS", "launch_cell", "plan", "record_for", "run_cells"]
+__all__ = [
+    "CellRun",
+    "CellSpec",
+    "DEFAULT_TIMEOUT_S",
+    "DEFAULT_WORKERS",
+    "ISOLATIONS",
+    "Slot",
+    "kill_live_cells",
+    "launch_cell",
+    "mark_broken",
+    "plan",
+    "record_for",
+    "resolve_isolation",
+    "run_cells",
+    "run_one",
+]
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_WORKERS = 2
-SAMPLE_INTERVAL_S = 0.05
+ISOLATIONS = ("warm", "fresh")
+SAMPLE_INTERVAL_S = 0.05  # memory samples and timeout checks; an exit wakes the watcher at once
+KILL_WAIT_S = 10.0  # seconds to wait for a killed cell to be reaped
+IDLE_CHECK_S = 0.5  # how often a running cell's CPU use is checked
+IDLE_AFTER_S = 1.0  # a cell this long under IDLE_CPU_FRACTION of a core gives its permit back
+IDLE_CPU_FRACTION = 0.05
 
 
 @dataclass(frozen=True)
@@ -99,46 +133,233 @@ def _child_env(spec: CellSpec, workdir: Path) -> dict[str, str]:
     return env
 
 
-def launch_cell(spec: CellSpec) -> CellRun:
-    """Run one cell in a fresh interpreter and process group; wait, watch and clean up.
+def resolve_isolation(requested: str | None = "auto") -> str:
+    """The isolation a run gets: ``warm`` where :func:`~harness._template.warm_available`, else ``fresh``.
+
+    Args:
+        requested: ``auto`` (or ``None``), ``warm`` or ``fresh``. ``warm`` where it is not
+            available (Windows, macOS) falls back to ``fresh``.
+
+    Raises:
+        ValueError: ``requested`` is none of these.
+    """
+    if requested in (None, "auto"):
+        return "warm" if warm_available() else "fresh"
+    if requested not in ISOLATIONS:
+        raise ValueError(f"unknown isolation {requested!r} (choose from auto, {', '.join(ISOLATIONS)})")
+    return "warm" if requested == "warm" and warm_available() else "fresh"
+
+
+class _FreshChild:
+    """A cell in a fresh interpreter: a :class:`subprocess.Popen` whose exit wakes a waiter at once.
+
+    On Linux a pidfd (``os.pidfd_open``, Linux 5.3) becomes readable when the process exits,
+    so :meth:`wait` returns without the polling delay of ``Popen.wait(timeout)``.
+    """
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self._pidfd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self._pidfd = os.pidfd_open(proc.pid)
+            except OSError:
+                self._pidfd = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    lost = False
+
+    def wait(self, timeout: float | None) -> bool:
+        if timeout is None:
+            self.proc.wait()
+            return True
+        if self._pidfd is not None:
+            ready, _, _ = select.select([self._pidfd], [], [], max(0.0, timeout))
+            if not ready:
+                return False
+            self.proc.wait()
+            return True
+        try:
+            self.proc.wait(timeout=max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+class Slot:
+    """One of ``--jobs`` permits, held by a running cell until it ends or goes idle.
+
+    A cell whose whole process tree has used almost no CPU for :data:`IDLE_AFTER_S` seconds
+    (a hang waiting for its timeout, a deadlocked worker) gives its permit back, so the cores
+    it does not use run the next cell. It never takes a permit again.
+    """
+
+    def __init__(self, sem: threading.Semaphore | None = None) -> None:
+        self._sem = sem
+        self._lock = threading.Lock()
+        self.held = sem is not None
+        self.parked = False
+
+    def release(self, parked: bool = False) -> None:
+        """Give the permit back (once); ``parked`` marks a cell that still runs, idle."""
+        with self._lock:
+            if not self.held:
+                return
+            self.held = False
+            self.parked = parked
+        assert self._sem is not None
+        self._sem.release()
+
+
+class _IdleWatch:
+    """Whether a cell's process tree has been idle: under :data:`IDLE_CPU_FRACTION` of one core
+    over the last :data:`IDLE_AFTER_S` seconds (process CPU times from psutil)."""
+
+    def __init__(self, t0: float) -> None:
+        self._mark = t0
+        self._cpu: dict[int, float] = {}
+        self._idle_since: float | None = None
+
+    def idle(self, sampler: TreeSampler, now: float) -> bool:
+        if now - self._mark < IDLE_CHECK_S:
+            return False
+        cpu: dict[int, float] = {}
+        for pid, proc in list(sampler.procs.items()):
+            try:
+                t = proc.cpu_times()
+            except psutil.Error:
+                continue
+            cpu[pid] = t.user + t.system
+        used = sum(v - self._cpu.get(pid, 0.0) for pid, v in cpu.items())
+        window = now - self._mark
+        self._mark, self._cpu = now, cpu
+        if used > IDLE_CPU_FRACTION * window:
+            self._idle_since = None
+            return False
+        if self._idle_since is None:
+            self._idle_since = now - window
+        return now - self._idle_since >= IDLE_AFTER_S
+
+
+_WARNED: set[str] = set()
+_SUBREAPER: bool | None = None
+
+
+def _become_subreaper() -> bool:
+    """Make this process adopt orphans of its descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
+
+    A cell's helpers (resource tracker, forkserver) and killed workers outlive the cell and
+    are reparented; under init they linger as zombies until init reaps them, which
+    :func:`~harness._proctree.kill_tree` would wait for (seconds, on some systems). Adopted by
+    the harness they are reaped by that same wait at once (``prctl(2)``). Idempotent.
+    """
+    global _SUBREAPER
+    if _SUBREAPER is None:
+        _SUBREAPER = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                _SUBREAPER = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+            except (OSError, AttributeError):
+                _SUBREAPER = False
+    return _SUBREAPER
+
+
+def _warn_once(line: str) -> None:
+    if line not in _WARNED:
+        _WARNED.add(line)
+        print(f"harness: {line}", file=sys.stderr, flush=True)
+
+
+def launch_cell(spec: CellSpec, *, template: Template | None = None,
+                stop: threading.Event | None = None, slot: Slot | None = None) -> CellRun:
+    """Run one cell in its own process and process group; wait, watch and clean up.
+
+    Args:
+        spec: the cell.
+        template: fork the cell from this warm template (:mod:`harness._template`); ``None``
+            starts a fresh interpreter (``python -m harness._cell``). If the template fails,
+            the cell falls back to a fresh interpreter, with one warning on stderr.
+        stop: when set (an interrupted run), the cell is killed as soon as it is registered.
+        slot: the ``--jobs`` permit this cell holds; released early when the cell goes idle.
 
     The cell is killed with its whole tree when ``spec.timeout_s`` expires. Afterwards every
     process that belonged to it is killed too (workers, forkserver, resource tracker).
     """
+    _become_subreaper()
     workdir = Path(tempfile.mkdtemp(prefix=f"harness-{spec.case.id}-{spec.method}-"))
     result_path = workdir / "result.json"
     stderr_path = workdir / "stderr.txt"
-    kwargs: dict = {}
-    if sys.platform == "win32":
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
-    else:
-        kwargs["start_new_session"] = True
+    stdout_path = workdir / "stdout.txt"
+    env = _child_env(spec, workdir)
+    args = [json.dumps(spec.to_child()), str(result_path)]
     t0 = time.monotonic()
-    with open(stderr_path, "wb") as err, open(workdir / "stdout.txt", "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "harness._cell", json.dumps(spec.to_child()), str(result_path)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=workdir,
-            env=_child_env(spec, workdir), **kwargs,
-        )
-        sampler = TreeSampler(proc.pid)
-        with _LIVE_LOCK:
-            _LIVE[proc.pid] = sampler
-        timed_out = False
-        while True:
-            try:
-                proc.wait(timeout=SAMPLE_INTERVAL_S)
-                break
-            except subprocess.TimeoutExpired:
-                sampler.sample()
-                if time.monotonic() - t0 > spec.timeout_s:
-                    timed_out = True
-                    kill_tree(proc.pid, sampler.procs.values())
-                    proc.wait()
-                    break
-        wall = time.monotonic() - t0
-        leftovers = kill_tree(proc.pid, sampler.procs.values())
-        with _LIVE_LOCK:
-            _LIVE.pop(proc.pid, None)
+    child: WarmChild | _FreshChild
+    if template is not None and not template.failed:
+        try:
+            child = template.fork(argv=["-m", *args], env=env, cwd=str(workdir),
+                                  stdout=str(stdout_path), stderr=str(stderr_path))
+        except TemplateError as exc:
+            template.failed = True
+            _warn_once(f"warm template failed ({exc}); cells start fresh interpreters from now on")
+            shutil.rmtree(workdir, ignore_errors=True)
+            return launch_cell(spec, stop=stop, slot=slot)
+    else:
+        kwargs: dict = {}
+        if sys.platform == "win32":
+            kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+        else:
+            kwargs["start_new_session"] = True
+        with open(stderr_path, "wb") as err, open(stdout_path, "wb") as out:
+            child = _FreshChild(subprocess.Popen(
+                [sys.executable, "-m", "harness._cell", *args],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=workdir, env=env, **kwargs,
+            ))
+    sampler = TreeSampler(child.pid)
+    # A sampler with its own thread (Linux) samples at its own cadence; else sample here.
+    self_sampling = getattr(sampler, "_thread", None) is not None
+    timed_out = False
+    if not _register(child.pid, sampler, stop):
+        kill_tree(child.pid, sampler.procs.values())
+    idle = _IdleWatch(t0) if slot is not None else None
+    deadline = t0 + spec.timeout_s
+    while True:
+        now = time.monotonic()
+        if child.wait(min(SAMPLE_INTERVAL_S, max(0.0, deadline - now))):
+            break
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = True
+            kill_tree(child.pid, sampler.procs.values())
+            child.wait(KILL_WAIT_S)
+            break
+        if not self_sampling:
+            sampler.sample()
+        if idle is not None and slot is not None and slot.held and idle.idle(sampler, now):
+            slot.release(parked=True)
+    wall = time.monotonic() - t0
+    if callable(getattr(sampler, "stop", None)):
+        sampler.stop()
+    leftovers = kill_tree(child.pid, sampler.procs.values())
+    _unregister(child.pid)
+    if isinstance(child, _FreshChild):
+        child.close()
+    if child.lost and template is not None:
+        template.failed = True
+        _warn_once("warm template died; cells start fresh interpreters from now on")
+        shutil.rmtree(workdir, ignore_errors=True)
+        return launch_cell(spec, stop=stop, slot=slot)
     result = None
     if result_path.exists():
         try:
@@ -148,7 +369,7 @@ def launch_cell(spec: CellSpec) -> CellRun:
     stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
     shutil.rmtree(workdir, ignore_errors=True)
     return CellRun(
-        observation=Observation(proc.returncode, timed_out, result, stderr),
+        observation=Observation(child.returncode, timed_out, result, stderr),
         wall_s=wall,
         parent_peak_rss=sampler.parent_peak_rss,
         worker_peak_rss=sampler.worker_peak_rss,
@@ -203,12 +424,16 @@ def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | 
     return rec
 
 
-def run_one(spec: CellSpec, runner_id: str) -> dict:
-    """Run (or mark ``unsupported``) one cell and return its record."""
+def run_one(spec: CellSpec, runner_id: str, *, template: Template | None = None,
+            stop: threading.Event | None = None, slot: Slot | None = None) -> dict:
+    """Run (or mark ``unsupported``) one cell and return its record.
+
+    Keyword arguments are those of :func:`launch_cell`.
+    """
     if spec.method != IN_PROCESS and spec.method not in available_methods():
         verdict = Verdict("unsupported", None, f"start method {spec.method!r} does not exist on this platform", "")
         return record_for(spec, runner_id, verdict, None)
-    run = launch_cell(spec)
+    run = launch_cell(spec, template=template, stop=stop, slot=slot)
     return record_for(spec, runner_id, classify(run.observation), run)
 
 
@@ -237,6 +462,22 @@ _LIVE: dict[int, TreeSampler] = {}
 _LIVE_LOCK = threading.Lock()
 
 
+def _register(pid: int, sampler: TreeSampler, stop: threading.Event | None) -> bool:
+    """Track a running cell for :func:`kill_live_cells`; False when ``stop`` is already set.
+
+    ``stop`` is checked under the same lock :func:`kill_live_cells` takes, so a cell started
+    while a run is being interrupted is either killed there or by its own launcher.
+    """
+    with _LIVE_LOCK:
+        _LIVE[pid] = sampler
+        return not (stop is not None and stop.is_set())
+
+
+def _unregister(pid: int) -> None:
+    with _LIVE_LOCK:
+        _LIVE.pop(pid, None)
+
+
 def kill_live_cells() -> None:
     """Kill every cell process tree still running (used on interrupt)."""
     with _LIVE_LOCK:
@@ -245,37 +486,97 @@ def kill_live_cells() -> None:
         kill_tree(pid, sampler.procs.values())
 
 
+def _join(threads: list[threading.Thread], timeout: float | None = None) -> None:
+    """Join ``threads`` in short steps, so a signal reaches the main thread on every platform."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for t in threads:
+        while t.is_alive():
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            t.join(0.2)
+
+
 def run_cells(specs: list[CellSpec], runner_id: str, jobs: int,
               on_done: Callable[[dict], None] | None = None,
-              stop: threading.Event | None = None) -> list[dict]:
-    """Run ``specs`` on ``jobs`` parallel slots; ``on_done(record)`` after each cell.
+              stop: threading.Event | None = None, *, isolation: str | None = "auto",
+              template: Template | None = None) -> list[dict]:
+    """Run ``specs`` in their given order, ``jobs`` at a time; ``on_done(record)`` after each cell.
+
+    A cell holds one of ``jobs`` permits while it runs; a cell that goes idle (see
+    :class:`Slot`) hands its permit to the next cell. Put the longest cells first (see
+    :func:`harness._schedule.order`) so no core idles at the end.
+
+    Args:
+        specs: the cells, in start order.
+        runner_id: the shard's runner id, copied into each record.
+        jobs: how many cells may use the CPU at once.
+        on_done: called (under a lock) with each record as its cell finishes.
+        stop: set it to stop starting cells; running cells are killed and not recorded.
+        isolation: ``auto`` (warm where available), ``warm`` or ``fresh``; ignored when
+            ``template`` is given.
+        template: a started :class:`~harness._template.Template` to fork cells from; the
+            caller closes it. Without one, a warm run starts and closes its own.
 
     On ``KeyboardInterrupt`` (or when ``stop`` is set) no new cell starts, running cells are
-    killed with their trees and are not recorded, and the interrupt propagates.
+    killed with their trees (and an own template with its children) and are not recorded, and
+    the interrupt propagates.
     """
     stop = stop or threading.Event()
     lock = threading.Lock()
     records: list[dict] = []
+    errors: list[BaseException] = []
+    own: Template | None = None
+    if template is None and resolve_isolation(isolation) == "warm" and specs:
+        own = template = Template().start()
+    sem = threading.Semaphore(max(1, jobs))
+    threads: list[threading.Thread] = []
 
-    def task(spec: CellSpec) -> None:
-        if stop.is_set():
-            return
-        rec = run_one(spec, runner_id)
-        if stop.is_set():
-            return
-        with lock:
-            records.append(rec)
-            if on_done:
-                on_done(rec)
+    def task(spec: CellSpec, slot: Slot) -> None:
+        try:
+            if stop.is_set():
+                return
+            rec = run_one(spec, runner_id, template=template, stop=stop, slot=slot)
+            if stop.is_set():
+                return
+            with lock:
+                records.append(rec)
+                if on_done:
+                    on_done(rec)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+            errors.append(exc)
+            stop.set()
+        finally:
+            slot.release()
 
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
-        for fut in [pool.submit(task, s) for s in specs]:
-            fut.result()
+        for spec in specs:
+            acquired = False
+            while not stop.is_set():
+                if sem.acquire(timeout=0.2):
+                    acquired = True
+                    break
+            if acquired and stop.is_set():
+                sem.release()
+            if not acquired or stop.is_set():
+                break
+            t = threading.Thread(target=task, args=(spec, Slot(sem)), daemon=True,
+                                 name=f"cell-{spec.case.id}-{spec.method}")
+            t.start()
+            threads.append(t)
+        _join(threads)
+        if errors:
+            raise errors[0]
+        if stop.is_set():
+            raise KeyboardInterrupt
     except BaseException:
         stop.set()
         kill_live_cells()
-        pool.shutdown(wait=True, cancel_futures=True)
+        if own is not None:
+            own.close()
+        _join(threads, timeout=KILL_WAIT_S * 2)
+        kill_live_cells()
         raise
-    pool.shutdown()
+    finally:
+        if own is not None:
+            own.close()
     return records

@@ -1,0 +1,559 @@
+"""Warm cell starts: a template interpreter that forks one isolated process per cell (Linux).
+
+A fresh cell (``python -m harness._cell``) pays an interpreter start plus ``import torch``,
+about 1.5 s, before the case does anything. The template pays that once per ``harness run``:
+it imports torch, ``torch.multiprocessing``, ``torch.utils.data``, multiprocessing's
+start-method modules and :mod:`harness._cell` (never case code), makes sure no thread is left
+running, then forks one child per cell on request. The child makes itself look like
+``python -m harness._cell SPEC RESULT`` started by the harness, then runs that module:
+
+* its own session and process group (``os.setsid``), so the watchdog can kill its tree;
+* stdin from ``/dev/null``, stdout and stderr onto the cell's files, the cell's working
+  directory and environment (``HARNESS_CELL_METHOD``, ``TMPDIR``, ``PYTHONPATH`` ...);
+* ``sys.path`` exactly as a fresh ``python -m`` in that directory with that environment
+  builds it (probed once per catalogue root with a real fresh interpreter), ``sys.argv``,
+  ``multiprocessing.process.ORIGINAL_DIR`` (which spawn passes to its children), a new
+  multiprocessing authkey, and default signal dispositions;
+* ``harness._cell`` runs through :func:`runpy.run_module` with ``run_name="__main__"`` and
+  ``alter_sys=True``, exactly what ``python -m`` does. Spawn and forkserver workers of a
+  module case therefore re-import ``harness._cell`` as ``__mp_main__`` (harmless, as in a
+  fresh cell), never the template; a script case still runs through
+  :func:`runpy.run_path` as ``__main__``, so its workers re-import the real script
+  (``multiprocessing.spawn.get_preparation_data`` reads ``sys.modules['__main__']``).
+
+On exit the child does what interpreter shutdown does that a case can observe: it joins
+non-daemon threads (``threading._shutdown``), runs ``atexit`` callbacks (multiprocessing's
+``_exit_function`` terminates and joins leftover daemonic workers) and flushes stdio, then
+calls ``os._exit``. It skips the teardown of every imported module (about 0.3 s with torch
+loaded) and the ``weakref.finalize`` callbacks the template's imports registered (torch
+unregistering its operator libraries, about 50 ms): neither runs case code, and the result
+file is written before.
+
+Known differences from a fresh interpreter: the hash seed (``PYTHONHASHSEED``) is the
+template's for every cell, and modules the template imported are already in
+``sys.modules``. Outcomes and kinds are the same; ``tests/test_isolation.py`` checks it.
+
+Why no threads: forking a multi-threaded process may deadlock the child (POSIX
+``fork(2)``; CPython 3.12+ warns about it). numpy's OpenBLAS starts a thread pool at import
+and stops it in its own ``pthread_atfork`` prepare handler, so the template forks once
+after importing and checks ``/proc/self/task`` before it reports ready.
+
+Protocol: JSON lines over a socketpair. The harness sends ``{"op": "fork", "id", ...}``;
+the template answers ``{"id", "pid"}`` right after the fork and ``{"id", "returncode"}``
+once it has reaped the child (``os.waitstatus_to_exitcode``: ``-N`` for signal N). When
+the harness's end closes (it exited, or was killed), the template kills every child's
+process group and exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Template", "TemplateError", "WarmChild", "warm_available"]
+
+WARM_IMPORTS = (
+    "torch",
+    "torch.multiprocessing",
+    "torch.utils.data",
+    "multiprocessing.connection",
+    "multiprocessing.forkserver",
+    "multiprocessing.popen_fork",
+    "multiprocessing.popen_forkserver",
+    "multiprocessing.popen_spawn_posix",
+    "multiprocessing.queues",
+    "multiprocessing.resource_tracker",
+    "multiprocessing.spawn",
+    "multiprocessing.synchronize",
+    "runpy",
+    "harness._cell",
+)
+_CWD = "\0cwd"  # stands for the cell's working directory in a probed sys.path
+READY_TIMEOUT_S = 120.0
+
+
+class TemplateError(RuntimeError):
+    """The template could not start, or died; ``str()`` is one line."""
+
+
+def warm_available() -> bool:
+    """Whether warm starts exist here: Linux only (fork without exec is unsafe on macOS)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+# --------------------------------------------------------------------------- template side
+
+
+def _send(sock: socket.socket, msg: dict) -> None:
+    sock.sendall(json.dumps(msg).encode() + b"\n")
+
+
+def _thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def _exit_code(exc: SystemExit) -> int:
+    """The status ``python`` exits with for an uncaught ``SystemExit`` (CPython ``handle_system_exit``)."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:  # noqa: BLE001 - stderr may be gone
+        pass
+    return 1
+
+
+def _become_cell(req: dict) -> None:
+    """In the forked child: turn into ``python -m harness._cell ARGS``, run it, exit. Never returns."""
+    code = 1
+    # weakref.finalize callbacks registered by the template's own imports (torch.library
+    # unregisters ~130 operator libraries, about 50 ms) run at interpreter exit in a fresh
+    # cell too, after the result is written and with no effect a case can see; skip them.
+    inherited = list(getattr(weakref.finalize, "_registry", {}))
+    try:
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(sig, signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for fd, target in ((devnull, 0), (out, 1), (err, 2)):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(req["cwd"])
+        cwd = os.getcwd()
+        os.environ.clear()
+        os.environ.update(req["env"])
+        sys.path[:] = [cwd if p == _CWD else p for p in req["sys_path"]]
+        sys.argv = list(req["argv"])
+        sys.orig_argv = [sys.executable, "-m", "harness._cell", *req["argv"][1:]]
+        import importlib
+        import multiprocessing.process
+        import tempfile as _tempfile
+
+        importlib.invalidate_caches()
+        _tempfile.tempdir = None  # re-read TMPDIR, as a fresh interpreter would
+        multiprocessing.process.ORIGINAL_DIR = cwd
+        multiprocessing.process.current_process().authkey = os.urandom(32)
+        if "numpy.random" in sys.modules:  # a fresh interpreter seeds numpy's global state anew
+            sys.modules["numpy.random"].seed()
+        import runpy
+
+        try:
+            runpy.run_module("harness._cell", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as exc:
+            code = _exit_code(exc)
+    except BaseException:  # noqa: BLE001 - as an uncaught exception in a fresh interpreter
+        import traceback
+
+        try:
+            traceback.print_exc()
+        except Exception:  # noqa: BLE001
+            pass
+        code = 1
+    # What Py_FinalizeEx does that a cell can observe: join non-daemon threads, run atexit
+    # callbacks (multiprocessing's _exit_function reaps leftover workers), flush stdio.
+    for fin in inherited:
+        fin.detach()
+    try:
+        shutdown = getattr(threading, "_shutdown", None)
+        if shutdown is not None:
+            shutdown()
+        import atexit
+
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    os._exit(code)
+
+
+def _serve(fd: int) -> None:
+    """The template's main loop on control socket ``fd``; forked children never return from it."""
+    import selectors
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the harness decides when the template ends
+    ctl = socket.socket(fileno=fd)
+    t0 = time.perf_counter()
+    import importlib
+
+    for name in WARM_IMPORTS:
+        importlib.import_module(name)
+    # Its imports stay warm, but the module itself must not be in sys.modules: the child runs
+    # it with runpy.run_module as __main__, which warns when it finds it already imported.
+    sys.modules.pop("harness._cell", None)
+    import harness
+
+    harness.__dict__.pop("_cell", None)
+    # One throw-away fork runs every pthread_atfork prepare handler once, which stops pools
+    # that libraries started at import (OpenBLAS); the template itself never uses them again.
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    use_pidfd = hasattr(os, "pidfd_open")
+    _send(ctl, {"ready": True, "pid": os.getpid(), "threads": _thread_count(),
+                "import_s": round(time.perf_counter() - t0, 3), "pidfd": use_pidfd})
+
+    sel = selectors.DefaultSelector()
+    sel.register(ctl, selectors.EVENT_READ, None)
+    live: dict[int, tuple[int, int | None]] = {}  # pid -> (request id, pidfd)
+    buf = b""
+
+    def reap(pid: int, status: int) -> None:
+        req_id, pfd = live.pop(pid)
+        if pfd is not None:
+            sel.unregister(pfd)
+            os.close(pfd)
+        _send(ctl, {"id": req_id, "returncode": os.waitstatus_to_exitcode(status)})
+
+    while True:
+        events = sel.select(timeout=None if use_pidfd else 0.005)
+        for key, _ in events:
+            if key.data is not None:
+                pid = key.data
+                try:
+                    _, status = os.waitpid(pid, 0)
+                except ChildProcessError:
+                    status = 255 << 8
+                reap(pid, status)
+                continue
+            chunk = ctl.recv(1 << 16)
+            if not chunk:
+                _shutdown(live)
+                return
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                req = json.loads(line)
+                try:
+                    pid = os.fork()
+                except OSError as exc:
+                    _send(ctl, {"id": req["id"], "error": f"fork failed: {exc}"})
+                    continue
+                if pid == 0:
+                    sel.close()
+                    for _, pfd in live.values():
+                        if pfd is not None:
+                            os.close(pfd)
+                    ctl.close()
+                    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # a fresh cell inherits 0-2 only
+                    _become_cell(req)
+                pfd = None
+                if use_pidfd:
+                    try:
+                        pfd = os.pidfd_open(pid)
+                    except OSError:
+                        pfd = None
+                live[pid] = (req["id"], pfd)
+                if pfd is not None:
+                    sel.register(pfd, selectors.EVENT_READ, pid)
+                _send(ctl, {"id": req["id"], "pid": pid})
+        for pid in [p for p, (_, pfd) in live.items() if pfd is None]:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                reap(pid, status)
+
+
+def _shutdown(live: dict[int, tuple[int, int | None]]) -> None:
+    """Kill every live child's process group, reap them."""
+    for pid in live:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    for pid in live:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _probe() -> None:
+    print(json.dumps({"path": sys.path, "cwd": os.getcwd()}))
+
+
+# --------------------------------------------------------------------------- harness side
+
+
+@dataclass
+class WarmChild:
+    """A cell process forked by the template.
+
+    Attributes:
+        pid: the cell's pid; it leads its own session and process group.
+        returncode: exit status once reaped (``-N`` when killed by signal N), else ``None``.
+        lost: the template died before it could report this child's exit.
+    """
+
+    pid: int = 0
+    returncode: int | None = None
+    lost: bool = False
+    error: str | None = None
+    _started: threading.Event = field(default_factory=threading.Event, repr=False)
+    _exited: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def wait(self, timeout: float | None) -> bool:
+        """Block up to ``timeout`` seconds (``None``: forever); True once the child is reaped."""
+        return self._exited.wait(timeout)
+
+    @property
+    def done(self) -> bool:
+        """Whether the template reported the exit (or died)."""
+        return self._exited.is_set()
+
+
+class Template:
+    """Harness-side handle of one template process (see the module docstring).
+
+    Start it with :meth:`start`, fork cells with :meth:`fork`, end it with :meth:`close`
+    (also a context manager). Thread-safe: many cell threads may fork at once.
+
+    Args:
+        env: the template's environment; default ``os.environ`` plus ``PYTHONUNBUFFERED=1``
+            and ``PYTHONFAULTHANDLER=1``, the interpreter-start settings fresh cells get.
+    """
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        if env is None:
+            env = dict(os.environ)
+            env["PYTHONUNBUFFERED"] = "1"
+            env["PYTHONFAULTHANDLER"] = "1"
+        self._env = env
+        self._proc: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._send_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._children: dict[int, WarmChild] = {}
+        self._next_id = 0
+        self._ready = threading.Event()
+        self._dead = threading.Event()
+        self._info: dict = {}
+        self._paths: dict[str, list[str]] = {}
+        self._logdir = Path(tempfile.mkdtemp(prefix="harness-template-"))
+        self._reader: threading.Thread | None = None
+        self.failed = False  # set by the runner once a fork failed; later cells start fresh
+
+    @property
+    def pid(self) -> int | None:
+        """The template process's pid, once started."""
+        return self._proc.pid if self._proc else None
+
+    @property
+    def info(self) -> dict:
+        """The template's ready message: ``pid``, ``threads``, ``import_s`` (seconds), ``pidfd``."""
+        return dict(self._info)
+
+    def start(self) -> Template:
+        """Launch the template interpreter (it imports torch in the background) and return self."""
+        parent, child = socket.socketpair()
+        log = open(self._logdir / "template.log", "wb")  # noqa: SIM115 - handed to the child
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "harness._template", "--serve", str(child.fileno())],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(child.fileno(),),
+                env=self._env, cwd=self._logdir, start_new_session=True,
+            )
+        finally:
+            child.close()
+            log.close()
+        self._sock = parent
+        self._reader = threading.Thread(target=self._read, name="harness-template", daemon=True)
+        self._reader.start()
+        return self
+
+    def __enter__(self) -> Template:
+        return self.start() if self._proc is None else self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> dict:
+        """Block until the template has imported everything; return its ready message.
+
+        Raises:
+            TemplateError: it died, timed out, or still runs more than one thread.
+        """
+        if not self._ready.wait(timeout):
+            raise TemplateError(f"template did not become ready within {timeout:.0f} s{self._log_tail()}")
+        if self._dead.is_set() and not self._info:
+            raise TemplateError(f"template exited during start-up{self._log_tail()}")
+        if self._info.get("threads", 1) != 1:
+            raise TemplateError(f"template runs {self._info['threads']} threads after its imports; "
+                                "forking it would not be safe")
+        return self.info
+
+    def _log_tail(self) -> str:
+        try:
+            text = (self._logdir / "template.log").read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return ""
+        return f": {text.splitlines()[-1]}" if text else ""
+
+    def _read(self) -> None:
+        assert self._sock is not None
+        fh = self._sock.makefile("rb")
+        try:
+            for line in fh:
+                msg = json.loads(line)
+                if msg.get("ready"):
+                    self._info = msg
+                    self._ready.set()
+                    continue
+                with self._lock:
+                    child = self._children.get(msg["id"])
+                if child is None:
+                    continue
+                if "pid" in msg:
+                    child.pid = msg["pid"]
+                    child._started.set()
+                elif "error" in msg:
+                    child.error = msg["error"]
+                    child._started.set()
+                    child._exited.set()
+                else:
+                    child.returncode = msg["returncode"]
+                    child._exited.set()
+                    with self._lock:
+                        self._children.pop(msg["id"], None)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._dead.set()
+            self._ready.set()
+            with self._lock:
+                orphans = list(self._children.values())
+                self._children.clear()
+            for child in orphans:
+                child.lost = True
+                if not child.pid:
+                    child.error = child.error or "template died before forking the cell"
+                child._started.set()
+                child._exited.set()
+
+    def sys_path_for(self, env: dict[str, str]) -> list[str]:
+        """``sys.path`` of a fresh ``python -m`` with ``env`` (cwd left as a placeholder).
+
+        Probed once per ``PYTHONPATH`` with a real fresh interpreter, which applies ``site``
+        and ``.pth`` files exactly as a fresh cell's interpreter does.
+        """
+        key = env.get("PYTHONPATH", "")
+        with self._lock:
+            cached = self._paths.get(key)
+        if cached is not None:
+            return cached
+        probe_dir = tempfile.mkdtemp(prefix="harness-probe-")
+        try:
+            out = subprocess.run([sys.executable, "-m", "harness._template", "--probe"], env=env,
+                                 cwd=probe_dir, capture_output=True, text=True, timeout=60, check=True)
+        finally:
+            os.rmdir(probe_dir)
+        data = json.loads(out.stdout)
+        path = [_CWD if p == data["cwd"] else p for p in data["path"]]
+        with self._lock:
+            self._paths[key] = path
+        return path
+
+    def fork(self, *, argv: list[str], env: dict[str, str], cwd: str, stdout: str, stderr: str,
+             timeout: float = 30.0) -> WarmChild:
+        """Fork one cell from the template; returns once its pid is known.
+
+        Args:
+            argv: ``sys.argv`` of the cell as ``python -m harness._cell`` would see it;
+                ``argv[0]`` is replaced by ``harness/_cell.py``'s path.
+            env: the cell's complete environment.
+            cwd: the cell's working directory.
+            stdout, stderr: files the cell's fd 1 and 2 are opened on (truncated).
+            timeout: seconds to wait for the template to be ready and to fork.
+
+        Raises:
+            TemplateError: the template is not running, or could not fork.
+        """
+        if self._proc is None:
+            self.start()
+        self.wait_ready(max(timeout, READY_TIMEOUT_S))
+        if self._dead.is_set():
+            raise TemplateError(f"template is not running{self._log_tail()}")
+        req = {"op": "fork", "argv": argv, "env": env, "cwd": cwd, "stdout": stdout,
+               "stderr": stderr, "sys_path": self.sys_path_for(env)}
+        child = WarmChild()
+        with self._lock:
+            self._next_id += 1
+            req["id"] = self._next_id
+            self._children[req["id"]] = child
+        try:
+            with self._send_lock:
+                assert self._sock is not None
+                _send(self._sock, req)
+        except OSError as exc:
+            with self._lock:
+                self._children.pop(req["id"], None)
+            raise TemplateError(f"template is not running: {exc}") from None
+        if not child._started.wait(timeout) or child.error:
+            raise TemplateError(child.error or f"template did not fork within {timeout:.0f} s")
+        return child
+
+    def close(self, timeout: float = 10.0) -> None:
+        """End the template: it kills the process group of every cell still running, then exits."""
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._reader is not None:
+            self._reader.join(timeout)
+            self._reader = None
+        try:
+            for p in self._logdir.iterdir():
+                p.unlink()
+            self._logdir.rmdir()
+        except OSError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness._template --serve FD`` (the template) or ``--probe`` (print sys.path)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--probe"]:
+        _probe()
+        return 0
+    if argv[:1] == ["--serve"] and len(argv) == 2:
+        _serve(int(argv[1]))
+        return 0
+    print("usage: python -m harness._template --serve FD | --probe", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
