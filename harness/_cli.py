@@ -63,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="shard directory (default: reports/shards)")
     run.add_argument("--catalogue", type=Path, default=None, metavar="DIR",
                      help="a catalogue package directory (default: the installed 'cases' package)")
+    run.add_argument("--isolation", choices=("auto", "warm", "fresh"), default="auto",
+                     help="warm: fork each cell from a template that has imported torch (Linux); "
+                     "fresh: a new interpreter per cell; auto (default): warm where available")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the interrupted run whose partial shard is in --out")
 
     rep = sub.add_parser("report", help="merge shards into matrix.json, COMPATIBILITY.md, matrix.html, "
                          "junit.xml and matrix.png")
@@ -112,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_catalogue(
             patterns=args.cases, families=args.families, methods=args.methods, out_dir=args.out,
             timeout_s=args.timeout, jobs=args.jobs, catalogue_dir=args.catalogue,
+            isolation=args.isolation, resume=args.resume,
         )
     if args.command == "report":
         from harness._report import write_report
