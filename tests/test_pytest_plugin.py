@@ -1,0 +1,149 @@
+"""The pytest plugin: ``harness.assert_spawn_safe`` and ``--mp-start-method``.
+
+``assert_spawn_safe`` runs in this process. The start-method option is checked in a separate
+pytest session (a subprocess), where the installed ``pytest11`` entry point loads the plugin
+exactly as in a user's CI; its tests start real DataLoader workers.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import harness
+
+USER = Path(__file__).parent / "user_code"
+README = Path(__file__).parent.parent / "README.md"
+
+
+@pytest.fixture
+def user_modules(monkeypatch):
+    monkeypatch.syspath_prepend(str(USER))
+    import importlib
+
+    return importlib.import_module
+
+
+def test_assert_spawn_safe_lists_every_path(user_modules):
+    loader = user_modules("loader_several").make_loader()
+    with pytest.raises(AssertionError) as info:
+        harness.assert_spawn_safe(loader)
+    text = str(info.value)
+    assert text.splitlines()[0] == "5 objects cannot be sent to a spawn worker:"
+    for path in ("dataset.transform.transforms[1]", "dataset.index_file", "dataset.np_module",
+                 "dataset.cache.lock", "collate_fn.__self__.sort_key"):
+        assert f"  {path}: " in text
+    assert "[case dataset-open-file; fix: dataset-open-file-lazy (" in text
+
+
+def test_assert_spawn_safe_accepts_a_dataset_and_platform_aliases(user_modules):
+    dataset = user_modules("loader_slots").make_dataset()
+    with pytest.raises(AssertionError, match=r"dataset\.spec\.fn: function: Can't pickle local object"):
+        harness.assert_spawn_safe(dataset, method="linux-py3.14")
+    result = harness.assert_spawn_safe(user_modules("loader_safe").make_loader(), method="macos")
+    assert result.safe
+    assert result.method == "spawn"
+    assert result.payload.total_bytes > 0
+
+
+def test_assert_spawn_safe_rejects_fork(user_modules):
+    with pytest.raises(ValueError, match="resolves to 'fork'"):
+        harness.assert_spawn_safe(user_modules("loader_safe").make_loader(), method="linux")
+
+
+def _session(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+
+
+_INNER = '''
+import multiprocessing
+import pickle
+
+import pytest
+from torch.utils.data import DataLoader
+
+
+def test_start_method():
+    assert multiprocessing.get_start_method() == "{method}"
+
+
+def test_workers_start():
+    assert [b.tolist() for b in DataLoader(list(range(4)), batch_size=2, num_workers=2)] == [[0, 1], [2, 3]]
+
+
+def test_lambda_collate_fails_as_it_would_on_windows():
+    loader = DataLoader(list(range(4)), batch_size=2, num_workers=1, collate_fn=lambda b: b)
+    with pytest.raises((AttributeError, pickle.PicklingError), match="lambda"):
+        next(iter(loader))
+'''
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_mp_start_method_forces_the_session(tmp_path, method):
+    (tmp_path / "test_inner.py").write_text(_INNER.format(method=method))
+    proc = _session(tmp_path, f"--mp-start-method={method}")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "3 passed" in proc.stdout
+
+
+def test_without_the_option_the_platform_default_stays(tmp_path):
+    from harness._policy import default_method
+
+    (tmp_path / "test_inner.py").write_text(
+        "import multiprocessing\n\n\ndef test_default():\n"
+        f"    assert multiprocessing.get_start_method() == {default_method()!r}\n")
+    proc = _session(tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_unknown_start_method_is_a_usage_error(tmp_path):
+    (tmp_path / "test_inner.py").write_text("def test_x():\n    pass\n")
+    proc = _session(tmp_path, "--mp-start-method=threads")
+    assert proc.returncode == 4  # pytest's usage-error exit code
+    assert "--mp-start-method" in proc.stderr
+
+
+def test_readme_example_runs_as_documented(tmp_path):
+    """The README's five-line example, against a loader package with one lambda, then fixed."""
+    section = README.read_text(encoding="utf-8").split("### pytest plugin", 1)[1]
+    example = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert len(example.strip().splitlines()) == 5
+    (tmp_path / "test_readme.py").write_text(example)
+    pkg = tmp_path / "mypackage"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    loader_code = textwrap.dedent('''
+        from torch.utils.data import DataLoader, Dataset
+
+        def {name}(x):
+            return x + 1
+
+        class Items(Dataset):
+            def __init__(self, transform):
+                self.transform = transform
+
+            def __len__(self):
+                return 4
+
+            def __getitem__(self, i):
+                return self.transform(i)
+
+        def make_loader():
+            return DataLoader(Items({transform}), batch_size=2, num_workers=2)
+    ''')
+    (pkg / "data.py").write_text(loader_code.format(name="add_one", transform="lambda x: x + 1"))
+    proc = _session(tmp_path)
+    assert proc.returncode == 1
+    assert "1 object cannot be sent to a spawn worker:" in proc.stdout
+    assert "dataset.transform: function: Can't pickle" in proc.stdout
+    (pkg / "data.py").write_text(loader_code.format(name="add_one", transform="add_one"))
+    proc = _session(tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]

@@ -1,0 +1,111 @@
+"""``harness reproduce`` on real user scripts (``tests/user_code``), each run in its own process tree.
+
+Each spawn run costs a few seconds (a fresh interpreter plus worker start-up), so the fast suite
+keeps two real runs; the rest are marked ``catalogue``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness._cli import main
+
+USER = Path(__file__).parent / "user_code"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(["reproduce", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_missing_guard_replayed_as_windows(capsys):
+    rc, out, _ = run(capsys, str(USER / "no_guard.py"), "--method", "windows", "--json")
+    result = json.loads(out)
+    assert rc == 1
+    assert list(result) == ["script", "method", "outcome", "kind", "root_cause", "duration_s", "hint"]
+    assert result["method"] == "spawn"  # Windows' only start method
+    assert (result["outcome"], result["kind"]) == ("error", "bootstrap")
+    assert "bootstrapping phase" in result["root_cause"]
+    assert "entry-no-main-guard" in result["hint"]
+    assert "fix: entry-main-guard" in result["hint"]
+    assert "cases/missing_main_guard/entry_main_guard.py" in result["hint"]
+    assert result["duration_s"] > 0
+
+
+def test_script_arguments_arrive_after_double_dash(capsys):
+    # clean.py parses --epochs as an int; a value it rejects proves the arguments reached it.
+    rc, out, _ = run(capsys, str(USER / "clean.py"), "--method", "fork", "--json", "--", "--epochs", "two")
+    result = json.loads(out)
+    assert rc == 1
+    assert result["outcome"] == "error"
+    assert result["root_cause"] == "SystemExit: 2"
+    rc, out, _ = run(capsys, str(USER / "clean.py"), "--method", "fork", "--", "--epochs", "2", "--num-workers", "1")
+    assert rc == 0
+    assert "under fork: pass" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["missing_script.py"], "missing_script.py: script not found"),
+    (["clean.py", "--method", "plan9"], "--method: unknown start method or platform 'plan9'"),
+])
+def test_usage_errors_exit_2_with_one_line(capsys, argv, words):
+    argv = [str(USER / argv[0]), *argv[1:]]
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert words in err
+
+
+@pytest.mark.catalogue
+@pytest.mark.parametrize("script, method, outcome, kind, cause, case", [
+    ("no_guard.py", "linux", "pass", None, "", None),
+    ("no_guard.py", "linux-py3.14", "error", "bootstrap", "bootstrapping phase", "entry-no-main-guard"),
+    ("class_in_guard.py", "macos", "error", "main-attribute",
+     "Can't get attribute 'Points' on <module '__mp_main__'", "inside-main-guard"),
+    ("lambda_collate.py", "spawn", "error", "pickle", "Can't pickle local object 'main.<locals>.<lambda>'",
+     "lambda"),
+    ("lambda_collate.py", "fork", "pass", None, "", None),
+    ("clean.py", "spawn", "pass", None, "", None),
+    ("clean.py", "forkserver", "pass", None, "", None),
+])
+def test_outcome_per_method(capsys, script, method, outcome, kind, cause, case):
+    rc, out, _ = run(capsys, str(USER / script), "--method", method, "--json")
+    result = json.loads(out)
+    assert (result["outcome"], result["kind"]) == (outcome, kind)
+    assert cause in result["root_cause"]
+    assert rc == (0 if outcome == "pass" else 1)
+    if case:
+        assert case in result["hint"]
+    else:
+        assert result["hint"] is None
+
+
+def _live(script: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if any(script in part for part in proc.cmdline()) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+@pytest.mark.catalogue
+def test_hang_is_killed_with_its_tree_at_the_timeout(capsys):
+    t0 = time.monotonic()
+    rc, out, _ = run(capsys, str(USER / "stalls.py"), "--method", "fork", "--timeout", "4", "--json")
+    result = json.loads(out)
+    assert rc == 1
+    assert result["outcome"] == "hang"
+    assert 4 <= result["duration_s"] < 30
+    assert time.monotonic() - t0 < 60
+    assert "killed with its whole process tree" in result["hint"]
+    assert _live(str(USER / "stalls.py")) == []
