@@ -304,10 +304,14 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
     stdout_path = workdir / "stdout.txt"
     env = _child_env(spec, workdir)
     args = [json.dumps(spec.to_child()), str(result_path)]
-    t0 = time.monotonic()
+    stdout_path.touch()
+    stderr_path.touch()
     child: WarmChild | _FreshChild
     if template is not None and not template.failed:
         try:
+            # The first fork waits for the template's imports; the cell's clock starts after.
+            template.wait_ready()
+            t0 = time.monotonic()
             child = template.fork(argv=["-m", *args], env=env, cwd=str(workdir),
                                   stdout=str(stdout_path), stderr=str(stderr_path))
         except TemplateError as exc:
@@ -321,6 +325,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
             kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
         else:
             kwargs["start_new_session"] = True
+        t0 = time.monotonic()
         with open(stderr_path, "wb") as err, open(stdout_path, "wb") as out:
             child = _FreshChild(subprocess.Popen(
                 [sys.executable, "-m", "harness._cell", *args],
@@ -366,7 +371,10 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
             result = json.loads(result_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             result = None
-    stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
+    try:
+        stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        stderr = ""
     shutil.rmtree(workdir, ignore_errors=True)
     return CellRun(
         observation=Observation(child.returncode, timed_out, result, stderr),
