@@ -231,9 +231,7 @@ print(json.dumps(out))
 """
 
 
-def test_verdicts_agree_with_a_real_spawn_start(capsys):
-    """Every unsafe loader really fails to start under spawn, and every safe one starts."""
-    targets = sorted(UNSAFE) + SAFE
+def _agree_with_real_start(capsys, targets: list[str]) -> None:
     proc = subprocess.run([sys.executable, "-c", _REAL_START, str(USER), *targets],
                           capture_output=True, text=True, timeout=300, cwd=USER)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -241,3 +239,14 @@ def test_verdicts_agree_with_a_real_spawn_start(capsys):
     for target in targets:
         rc, _, _ = run(capsys, str(USER / target))
         assert (real[target] == "started") == (rc == 0), (target, real[target])
+
+
+def test_verdicts_agree_with_a_real_spawn_start(capsys):
+    """One unsafe and one safe loader, started for real under spawn (the fast check)."""
+    _agree_with_real_start(capsys, ["loader_nested.py:make_loader", "loader_safe.py:make_loader"])
+
+
+@pytest.mark.catalogue
+def test_every_verdict_agrees_with_a_real_spawn_start(capsys):
+    """Every unsafe loader really fails to start under spawn, and every safe one starts."""
+    _agree_with_real_start(capsys, sorted(UNSAFE) + SAFE)

@@ -86,7 +86,7 @@ def test_lambda_collate_fails_as_it_would_on_windows():
 '''
 
 
-@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+@pytest.mark.parametrize("method", ["spawn", pytest.param("forkserver", marks=pytest.mark.catalogue)])
 def test_mp_start_method_forces_the_session(tmp_path, method):
     (tmp_path / "test_inner.py").write_text(_INNER.format(method=method))
     proc = _session(tmp_path, f"--mp-start-method={method}")

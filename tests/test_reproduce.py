@@ -45,6 +45,10 @@ def test_script_arguments_arrive_after_double_dash(capsys):
     assert rc == 1
     assert result["outcome"] == "error"
     assert result["root_cause"] == "SystemExit: 2"
+
+
+@pytest.mark.catalogue
+def test_script_arguments_change_the_run(capsys):
     rc, out, _ = run(capsys, str(USER / "clean.py"), "--method", "fork", "--", "--epochs", "2", "--num-workers", "1")
     assert rc == 0
     assert "under fork: pass" in out
