@@ -14,12 +14,16 @@ running, then forks one child per cell on request. The child makes itself look l
   builds it (probed once per catalogue root with a real fresh interpreter), ``sys.argv``,
   ``multiprocessing.process.ORIGINAL_DIR`` (which spawn passes to its children), a new
   multiprocessing authkey, and default signal dispositions;
-* ``harness._cell`` runs through :func:`runpy.run_module` with ``run_name="__main__"`` and
-  ``alter_sys=True``, exactly what ``python -m`` does. Spawn and forkserver workers of a
-  module case therefore re-import ``harness._cell`` as ``__mp_main__`` (harmless, as in a
-  fresh cell), never the template; a script case still runs through
-  :func:`runpy.run_path` as ``__main__``, so its workers re-import the real script
-  (``multiprocessing.spawn.get_preparation_data`` reads ``sys.modules['__main__']``).
+* a new ``__main__`` module for ``harness._cell``, with the fields ``python -m`` gives it
+  (``runpy._run_module_as_main``), aliased as ``__mp_main__`` as ``multiprocessing``
+  does. Spawn and forkserver workers of a module case therefore re-import
+  ``harness._cell`` as ``__mp_main__`` (harmless, as in a fresh cell), never the template;
+  a script case still runs through :func:`runpy.run_path` as ``__main__``, so its workers
+  re-import the real script (``multiprocessing.spawn.get_preparation_data`` reads
+  ``sys.modules['__main__']``);
+* per-process random state reseeded from the OS, as a fresh interpreter has it: torch's
+  default generator and numpy's global ``RandomState`` (Python's ``random`` reseeds itself
+  after a fork).
 
 On exit the child does what interpreter shutdown does that a case can observe: it joins
 non-daemon threads (``threading._shutdown``), runs ``atexit`` callbacks (multiprocessing's
@@ -56,6 +60,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +124,29 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
+def _main_module(name: str) -> types.ModuleType:
+    """Install a new ``__main__`` for module ``name`` as ``python -m name`` has it when it runs.
+
+    The fields are those :func:`runpy._run_module_as_main` sets; ``sys.argv[0]`` becomes the
+    module's file, and ``__mp_main__`` aliases ``__main__`` as ``multiprocessing/__init__.py``
+    does when it is first imported (the template imported it under its own ``__main__``).
+    """
+    import builtins
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"No module named {name}")
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=spec.origin, __cached__=spec.cached, __doc__=None,
+                         __loader__=spec.loader, __package__=spec.parent, __spec__=spec,
+                         __builtins__=builtins)
+    sys.modules["__main__"] = main
+    sys.modules["__mp_main__"] = main
+    sys.argv[0] = spec.origin
+    return main
+
+
 def _become_cell(req: dict) -> None:
     """In the forked child: turn into ``python -m harness._cell ARGS``, run it, exit. Never returns."""
     code = 1
@@ -152,12 +180,17 @@ def _become_cell(req: dict) -> None:
         _tempfile.tempdir = None  # re-read TMPDIR, as a fresh interpreter would
         multiprocessing.process.ORIGINAL_DIR = cwd
         multiprocessing.process.current_process().authkey = os.urandom(32)
-        if "numpy.random" in sys.modules:  # a fresh interpreter seeds numpy's global state anew
-            sys.modules["numpy.random"].seed()
-        import runpy
+        # Per-process random state a fresh interpreter seeds from the OS: torch's default
+        # generator (DataLoader draws each loader's base_seed from it) and numpy's global
+        # RandomState. Python's random module reseeds itself after fork (os.register_at_fork).
+        import torch
 
+        torch.default_generator.seed()
+        if "numpy.random" in sys.modules:
+            sys.modules["numpy.random"].seed()
+        main = _main_module("harness._cell")
         try:
-            runpy.run_module("harness._cell", run_name="__main__", alter_sys=True)
+            exec(main.__spec__.loader.get_code(main.__spec__.name), main.__dict__)
             code = 0
         except SystemExit as exc:
             code = _exit_code(exc)
@@ -201,8 +234,8 @@ def _serve(fd: int) -> None:
 
     for name in WARM_IMPORTS:
         importlib.import_module(name)
-    # Its imports stay warm, but the module itself must not be in sys.modules: the child runs
-    # it with runpy.run_module as __main__, which warns when it finds it already imported.
+    # Its imports stay warm, but the module itself leaves sys.modules: a fresh
+    # ``python -m harness._cell`` has it only as __main__ (runpy warns otherwise).
     sys.modules.pop("harness._cell", None)
     import harness
 
