@@ -210,28 +210,44 @@ def _by_root(root: str, specific: dict[str, list[str]], general: list[str]) -> l
     return specific.get(root, []) + general
 
 
+def _in_local_class(qualname: str) -> bool:
+    """``f.<locals>.Local.method`` or ``f.<locals>.Outer.Inner``: defined inside a local class."""
+    return "<locals>." in qualname and "." in qualname.rsplit("<locals>.", 1)[1]
+
+
 def _candidates(p: Problem) -> list[str]:
     """Catalogue case ids (exact first, then globs) that describe ``p``, best first."""
-    worker_init = ["*worker-init*"]
-    collate = ["*collate*lambda*"]
+    worker_init = ["worker-init-fn-local", "*worker-init*"]
+    collate = ["collate-fn-lambda", "*collate*lambda*"]
     if p.within == "zipfile":
-        return ["dataset-zipfile*", "*zip*"]
+        return ["dataset-zip-archive", "dataset-zip*", "*zip*"]
     if p.within == "tarfile":
         return ["*tar*"]
     if p.within == "log-handler":
-        return ["dataset-logger-handler*", "*log*handler*", "*logger*", "*handler*"]
+        return ["dataset-log-handler", "*log*handler*", "*handler*"]
     if p.label == "lambda":
-        if ".__init__.<locals>." in p.qualname and p.root == "dataset":
+        if p.root == "collate_fn":
+            return [*collate, "transform-lambda"]
+        if p.root == "worker_init_fn":
+            return [*worker_init, "transform-lambda"]
+        if ".__init__.<locals>." in p.qualname:
             return ["dataset-lambda-attribute", "transform-lambda"]
-        if "<locals>" not in p.qualname and p.root == "dataset":
+        if "<locals>" not in p.qualname:
             return ["transform-lambda-module-level", "transform-lambda"]
-        return _by_root(p.root, {"collate_fn": collate, "worker_init_fn": worker_init}, ["transform-lambda"])
-    if p.label == "closure":
-        return _by_root(p.root, {"worker_init_fn": worker_init},
-                        ["transform-closure-captures-local", "transform-local-def"])
-    if p.label == "local-function":
-        return _by_root(p.root, {"worker_init_fn": worker_init}, ["transform-local-def"])
+        return ["transform-lambda"]
+    if p.label in ("closure", "local-function"):
+        if p.root == "worker_init_fn" and p.within != "partial":
+            return [*worker_init, "transform-local-def"]
+        if p.within == "partial":
+            return ["transform-partial-local", "transform-local-def"]
+        if _in_local_class(p.qualname):
+            return ["transform-staticmethod-local-class", "transform-local-def"]
+        if p.label == "closure":
+            return ["transform-closure-captures-local", "transform-local-def"]
+        return ["transform-local-def"]
     if p.label == "local-class":
+        if _in_local_class(p.qualname):
+            return ["transform-nested-class-local", "dataset-class-in-function"]
         return ["dataset-class-in-function"]
     if p.label == "open-file":
         return ["dataset-open-file"]
@@ -242,11 +258,11 @@ def _candidates(p: Problem) -> list[str]:
     if p.label == "lock":
         return ["dataset-lock", "dataset-*lock*", "*thread-lock*"]
     if p.label == "generator":
-        return ["dataset-generator*", "*iterdir*", "dataset-*generator*"]
+        return ["dataset-generator", "dataset-generator*", "*iterdir*"]
     if p.label == "torch-generator":
-        return ["*torch-generator*"]
+        return ["dataset-torch-generator", "*torch-generator*"]
     if p.label == "fork-context-semlock":
-        return ["*context-mix*", "*fork-context*", "*semlock*"]
+        return ["value-fork-context-spawn-loader", "*fork-context*", "*context-mix*", "*semlock*"]
     return []
 
 

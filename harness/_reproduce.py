@@ -133,7 +133,7 @@ _MAIN_ATTR = re.compile(r"Can't get attribute '([^']+)' on <module '__(?:mp_)?ma
 def _pickle_candidates(text: str) -> tuple[list[str], tuple[str, ...]]:
     """Catalogue candidates for a pickling root cause, from the pickler's message alone."""
     if "<lambda>" in text:
-        return (["transform-lambda"], ())
+        return (["transform-lambda", "collate-fn-lambda"], ())
     local = _LOCAL_NAME.search(text)
     if local:
         last = local.group(1).rsplit(".", 1)[-1]
@@ -150,9 +150,9 @@ def _pickle_candidates(text: str) -> tuple[list[str], tuple[str, ...]]:
         if t == "module":
             return (["dataset-module-object"], ())
         if t in ("_thread.lock", "_thread.RLock"):
-            return (["dataset-lock", "dataset-*lock*", "*thread-lock*"], ("semlock", "context"))
+            return (["dataset-lock", "dataset-log-handler", "dataset-*lock*"], ("semlock", "context"))
         if t == "generator":
-            return (["dataset-generator*", "*iterdir*", "dataset-*generator*"], ("torch",))
+            return (["dataset-generator", "dataset-generator*", "*iterdir*"], ("torch",))
         if "Generator" in t:
             return (["*torch-generator*"], ())
     return ([], ())
@@ -181,7 +181,8 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None) -> str | None:
     elif verdict.kind == "main-attribute":
         m = _MAIN_ATTR.search(text)
         if m and m.group(2):
-            candidates = ["*interactive*", "*stdin*", "*notebook*"]
+            candidates = (["interactive-stdin-dataset-class", "interactive-stdin-def", "*interactive*"]
+                          if m.group(1)[:1].isupper() else ["interactive-stdin-def", "*interactive*"])
         elif m and m.group(1)[:1].isupper():
             candidates = ["entry-class-inside-main-guard", "*class*main-guard*", "entry-def-inside-main-guard"]
         else:
@@ -189,11 +190,13 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None) -> str | None:
     elif verdict.kind == "pickle":
         candidates, exclude = _pickle_candidates(text)
     elif verdict.kind == "context-mix":
-        candidates = ["*context-mix*", "*fork-context*", "*semlock*"]
+        candidates = ["value-fork-context-spawn-loader", "*fork-context*", "*context-mix*", "*semlock*"]
     elif verdict.kind == "cuda-reinit":
-        candidates = ["*cuda*"]
+        candidates = ["cuda-init-before-fork", "*cuda*"]
     elif verdict.kind == "daemonic":
-        candidates = ["*daemon*"]
+        candidates = ["loader-in-daemonic-pool", "*daemon*"]
+    elif "unable to resize file" in text:
+        candidates = ["dataset-torch-generator", "*torch-generator*"]
     case = _pick(candidates, exclude) if candidates else None
     if case is not None:
         return _case_hint(case)

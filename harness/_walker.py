@@ -31,6 +31,7 @@ example ``A SemLock created in a fork context ...`` since CPython 3.11.5).
 from __future__ import annotations
 
 import copyreg
+import functools
 import io
 import keyword
 import pickle
@@ -83,8 +84,8 @@ class Problem:
             ``sqlite``, ``module``, ``lock``, ``generator``, ``torch-generator``,
             ``temporary-tensor``, ``fork-context-semlock``, ``non-leaf-tensor``, ``too-deep``
             or ``other``.
-        within: the innermost notable container on the path (``zipfile``, ``tarfile``,
-            ``log-handler``), or ``None``.
+        within: the innermost notable container on the path (``partial``, ``zipfile``,
+            ``tarfile``, ``log-handler``), or ``None``.
         root: the root name the path starts with.
         qualname: ``__qualname__`` of a function or class at fault, else ``""``.
     """
@@ -338,6 +339,8 @@ def _label(obj: Any, exc: BaseException) -> str:
 
 def _notable(obj: Any) -> str | None:
     """A container worth naming in a finding (its resources fail, not the container itself)."""
+    if isinstance(obj, functools.partial):
+        return "partial"
     if isinstance(obj, zipfile.ZipFile):
         return "zipfile"
     tarfile = sys.modules.get("tarfile")

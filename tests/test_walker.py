@@ -129,6 +129,7 @@ def test_partial_func_args_and_keywords():
     problems = find_problems({"collate_fn": fn})
     assert paths(problems) == ["collate_fn.func", "collate_fn.args[1]", "collate_fn.keywords['key']"]
     assert [p.label for p in problems] == ["local-function", "lambda", "lambda"]
+    assert {p.within for p in problems} == {"partial"}
 
 
 def test_closure_and_local_function_are_reported_by_name_at_their_own_path():
