@@ -9,6 +9,14 @@ default context). Script cases run through :func:`runpy.run_path` with
 ``run_name="__main__"``, so spawn and forkserver workers re-import the real script as
 ``__mp_main__``.
 
+A script case whose ``CASE`` sets ``"stdin": True`` stands for code typed into an
+interactive ``__main__`` (``python -`` fed on stdin, a REPL, a notebook kernel): its source
+is compiled as ``<stdin>`` and executed in a new ``__main__`` module that has no
+``__file__`` and no ``__spec__``, as CPython's own ``python -`` creates it. Spawn and
+forkserver then have no main module to re-import in the worker
+(``multiprocessing.spawn.get_preparation_data`` finds neither a name nor a path), which is
+what users of notebooks and ``python -`` meet.
+
 The result file is JSON::
 
     {"status": "returned" | "raised" | "wrong" | "skipped" | "import-failed",
@@ -42,6 +50,44 @@ def _exc_fields(exc: BaseException) -> dict:
         "notes": [str(n) for n in getattr(exc, "__notes__", ())],
         "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:],
     }
+
+
+def _is_stdin_case(path: str) -> bool:
+    """Whether the script case at ``path`` declares ``"stdin": True`` in its ``CASE`` literal."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CASE" for t in stmt.targets):
+            try:
+                meta = ast.literal_eval(stmt.value)
+            except ValueError:
+                return False
+            return isinstance(meta, dict) and meta.get("stdin") is True
+    return False
+
+
+def _run_as_stdin(path: str) -> None:
+    """Execute the file's source in a fresh, file-less ``__main__``, as ``python -`` would."""
+    import builtins
+    import importlib.machinery
+    import types
+
+    with open(path, encoding="utf-8") as f:
+        code = compile(f.read(), "<stdin>", "exec")
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__builtins__=builtins, __loader__=importlib.machinery.BuiltinImporter)
+    previous = sys.modules["__main__"]
+    sys.modules["__main__"] = main
+    sys.argv = ["-"]
+    try:
+        exec(code, main.__dict__)
+    finally:
+        sys.modules["__main__"] = previous
 
 
 def run_spec(spec: dict) -> dict:
@@ -92,7 +138,9 @@ def run_spec(spec: dict) -> dict:
     warnings.showwarning = show
     t0 = time.perf_counter()
     try:
-        if spec["script"]:
+        if spec["script"] and _is_stdin_case(spec["path"]):
+            _run_as_stdin(spec["path"])
+        elif spec["script"]:
             import runpy
 
             sys.argv = [spec["path"], *spec.get("argv", ())]

@@ -53,6 +53,9 @@ _KIND_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
                                r"A SemLock created in a fork context")),
     ("cuda-reinit", re.compile(r"Cannot re-initialize CUDA in forked subprocess")),
     ("daemonic", re.compile(r"daemonic processes are not allowed to have children")),
+    # torch's file_descriptor sharing strategy: recvmsg got no descriptor (EMFILE in the
+    # receiver), or torch's own "Too many open files" hint (torch/utils/data/dataloader.py).
+    ("fd-limit", re.compile(r"received 0 items of ancdata|Too many open files")),
     ("pickle", re.compile(
         r"Can't pickle local object|Can't pickle <|Can't get local object|"
         r"cannot pickle '[^']+' object|[Cc]an't pickle|attribute lookup \S+ on \S+ failed|"
@@ -164,7 +167,7 @@ def classify(obs: Observation) -> Verdict:
         return Verdict("error", "worker-died", headline, f"worker killed by signal: {sig.group(1)}")
     if _WORKER_EXITED.search(text):
         kind, line = decisive_stderr_line(obs.stderr)
-        if kind in ("bootstrap", "main-attribute", "pickle", "context-mix", "cuda-reinit", "daemonic"):
+        if kind in ("bootstrap", "main-attribute", "pickle", "context-mix", "cuda-reinit", "daemonic", "fd-limit"):
             return Verdict("error", kind, headline, line)
         fatal = _FATAL.search(obs.stderr)
         if fatal:  # faulthandler's report of a worker killed by a signal (PYTHONFAULTHANDLER=1)
@@ -173,7 +176,7 @@ def classify(obs: Observation) -> Verdict:
     caught = _WORKER_CAUGHT.search(text)
     if caught:
         kind, line = _kind_of(text)
-        if kind in ("cuda-reinit", "context-mix", "daemonic"):
+        if kind in ("cuda-reinit", "context-mix", "daemonic", "fd-limit"):
             return Verdict("error", kind, headline, line)
         # The original exception is the last exception line of the worker's traceback.
         _, original = decisive_stderr_line(res.get("message", ""))

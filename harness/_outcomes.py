@@ -16,6 +16,8 @@
     │   ├── context-mix       a primitive from one multiprocessing context used in another
     │   ├── cuda-reinit       CUDA initialised in the parent, then used in a forked worker
     │   ├── daemonic          a DataLoader started inside a daemonic process
+    │   ├── fd-limit          the open-file limit ran out while tensors crossed processes
+    │   │                     (torch's ``file_descriptor`` sharing strategy)
     │   ├── import            the case itself failed to import (a broken case, not a finding)
     │   └── other
     ├── hang          the watchdog's timeout expired; the process group was killed
@@ -45,6 +47,7 @@ KINDS = (
     "context-mix",
     "cuda-reinit",
     "daemonic",
+    "fd-limit",
     "import",
     "other",
 )

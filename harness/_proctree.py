@@ -2,6 +2,17 @@
 
 Uses psutil for portability; on POSIX the cell also leads its own process group, which
 :func:`kill_tree` kills as a whole, so orphans reparented to init are caught too.
+
+Sampling cost matters more than it seems. A DataLoader worker of a small fork cell lives
+for well under 100 ms, and psutil's ``children(recursive=True)`` scans every process of the
+machine (about 5 ms) while ``memory_full_info()`` walks the worker's page tables through
+``/proc/PID/smaps`` (about 10 ms for a 170 MB torch process). Sampled that way every 50 ms,
+short workers were missed. So a :class:`TreeSampler` samples on its own background thread
+every :data:`FAST_INTERVAL_S`, finds children through ``/proc/PID/task/TID/children`` on
+Linux (``proc(5)``; psutil elsewhere), reads RSS from ``/proc/PID/statm`` (psutil's
+``memory_info``), and reads USS (private memory, psutil's ``memory_full_info``) once when
+a process is first seen, then every :data:`USS_YOUNG_INTERVAL_S` during its first
+:data:`USS_YOUNG_S` and every :data:`USS_INTERVAL_S` after that.
 """
 
 from __future__ import annotations
@@ -9,75 +20,235 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
+import weakref
 from collections.abc import Iterable
 
 import psutil
 
-__all__ = ["TreeSampler", "kill_tree"]
+__all__ = ["FAST_INTERVAL_S", "TreeSampler", "USS_INTERVAL_S", "kill_tree"]
 
 _HELPER_MARKERS = ("resource_tracker", "forkserver", "semaphore_tracker")
+
+#: Seconds between two samples of the background thread (Linux; elsewhere the caller's cadence).
+FAST_INTERVAL_S = 0.01
+#: Seconds between two USS readings of one process (each walks its page tables): often while
+#: the process is young (short workers), then rarely.
+USS_INTERVAL_S = 0.25
+USS_YOUNG_INTERVAL_S = 0.04
+USS_YOUNG_S = 0.5
+
+
+def _linux_children(pid: int) -> list[int] | None:
+    """Direct children of ``pid`` from ``/proc/PID/task/*/children``; ``None`` if unavailable.
+
+    The file lists the children each thread created (``proc(5)``, Linux 3.5+ with
+    ``CONFIG_PROC_CHILDREN``); reading it costs microseconds, where psutil scans all of /proc.
+    """
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return None
+    out: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                out.extend(int(x) for x in f.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended between listdir and open
+            return None  # no CONFIG_PROC_CHILDREN: fall back to psutil
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+_FAST_CHILDREN = sys.platform.startswith("linux") and _linux_children(os.getpid()) is not None
+
+
+class _Seen:
+    """Peaks of one process, restarted when its command line changes (it exec'd)."""
+
+    __slots__ = ("cmd", "rss", "uss", "uss_at", "born", "helper")
+
+    def __init__(self, cmd: str, direct: bool, now: float) -> None:
+        self.cmd = cmd
+        self.rss = 0
+        self.uss = 0
+        self.uss_at = -1.0
+        self.born = now
+        # Only the cell's own children can be helpers: forkserver workers are forked by the
+        # server and keep its command line.
+        self.helper = direct and any(m in cmd for m in _HELPER_MARKERS)
 
 
 class TreeSampler:
     """Peak memory of a cell process and of its DataLoader workers.
 
-    Workers are every descendant except multiprocessing's own helpers that are direct
-    children of the cell (the resource tracker and the forkserver server); forkserver
-    workers are children of the server and count as workers.
+    Workers are every descendant except multiprocessing's own helpers (the resource tracker
+    and the forkserver server, recognised by their command line); forkserver workers are
+    children of the server and count as workers. A process caught between ``fork`` and
+    ``exec`` (spawn's start) still shows the cell's command line and the cell's pages; its
+    peaks restart when its command line changes, so those samples do not count.
+
+    On Linux a daemon thread samples every :data:`FAST_INTERVAL_S` seconds from construction
+    until :meth:`stop`, until the cell process is gone, or until the sampler is garbage
+    collected; :meth:`sample` may still be called at any time (it is thread-safe).
 
     Attributes:
+        pid: the cell process.
         parent_peak_rss: peak RSS of the cell process, bytes.
         worker_peak_rss: peak RSS of the largest worker, bytes (0 when none was seen).
-        worker_peak_uss: peak USS (private memory) of the largest worker, bytes.
-        procs: every process ever seen in the tree (psutil objects, which refuse to signal a
-            recycled pid).
+        worker_peak_uss: peak USS (private memory) of the largest worker, bytes (0 when none
+            was seen or the platform cannot tell).
+        workers_seen: pids of the workers seen with memory (not helpers, not zombies).
+        procs: a snapshot of every process ever seen in the tree, ``{pid: psutil.Process}``
+            (psutil objects refuse to signal a recycled pid).
     """
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, background: bool | None = None) -> None:
+        """Start sampling ``pid``'s tree.
+
+        Args:
+            pid: the cell process.
+            background: run the fast sampling thread; default: on Linux only.
+        """
         self.pid = pid
         self.parent_peak_rss = 0
-        self.worker_peak_rss = 0
-        self.worker_peak_uss = 0
-        self.workers_seen: set[int] = set()
-        self.procs: dict[int, psutil.Process] = {}
-        self._helpers: set[int] = set()
+        self._lock = threading.Lock()
+        self._procs: dict[int, psutil.Process] = {}
+        self._seen: dict[int, _Seen] = {}
+        self._stop = threading.Event()
         try:
-            self._proc = psutil.Process(pid)
-            self.procs[pid] = self._proc
+            self._proc: psutil.Process | None = psutil.Process(pid)
+            self._procs[pid] = self._proc
         except psutil.Error:
             self._proc = None
+        self.sample()  # at once: a cell may be over before the first tick
+        if background is None:
+            background = _FAST_CHILDREN
+        self._thread: threading.Thread | None = None
+        if background and self._proc is not None:
+            self._thread = threading.Thread(target=_sample_loop, args=(weakref.ref(self), self._stop),
+                                            name=f"tree-sampler-{pid}", daemon=True)
+            self._thread.start()
 
-    def sample(self) -> None:
-        """Take one sample; missing or vanished processes are ignored."""
-        if self._proc is None:
-            return
+    # -- results ---------------------------------------------------------------------------
+
+    @property
+    def procs(self) -> dict[int, psutil.Process]:
+        with self._lock:
+            return dict(self._procs)
+
+    def _workers(self) -> list[_Seen]:
+        with self._lock:
+            return [s for pid, s in self._seen.items() if not s.helper and s.rss > 0]
+
+    @property
+    def worker_peak_rss(self) -> int:
+        return max((s.rss for s in self._workers()), default=0)
+
+    @property
+    def worker_peak_uss(self) -> int:
+        return max((s.uss for s in self._workers()), default=0)
+
+    @property
+    def workers_seen(self) -> set[int]:
+        with self._lock:
+            return {pid for pid, s in self._seen.items() if not s.helper and s.rss > 0}
+
+    # -- sampling --------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop the background thread (idempotent); the peaks stay readable."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=1.0)
+
+    def _descendants(self) -> list[tuple[int, bool]] | None:
+        """``(pid, is a direct child)`` for every descendant of the cell; ``None`` if it is gone."""
+        if _FAST_CHILDREN:
+            out: list[tuple[int, bool]] = []
+            todo = [self.pid]
+            while todo:
+                parent = todo.pop()
+                kids = _linux_children(parent)
+                if kids is None:
+                    break
+                out.extend((k, parent == self.pid) for k in kids)
+                todo.extend(kids)
+            else:
+                return out
+        assert self._proc is not None
         try:
-            self.parent_peak_rss = max(self.parent_peak_rss, self._proc.memory_info().rss)
-            direct = self._proc.children(recursive=False)
-            every = self._proc.children(recursive=True)
+            direct = {p.pid for p in self._proc.children(recursive=False)}
+            return [(p.pid, p.pid in direct) for p in self._proc.children(recursive=True)]
+        except psutil.Error:
+            return None
+
+    def sample(self) -> bool:
+        """Take one sample; missing or vanished processes are ignored.
+
+        Returns:
+            False once the cell process is gone (nothing more to sample), else True.
+        """
+        if self._proc is None:
+            return False
+        with self._lock:
+            try:
+                rss = self._proc.memory_info().rss
+            except psutil.Error:
+                return False
+            if rss:
+                self.parent_peak_rss = max(self.parent_peak_rss, rss)
+            pids = self._descendants()
+            if pids is None:
+                return False
+            now = time.monotonic()
+            for pid, direct in pids:
+                proc = self._procs.get(pid)
+                if proc is None:
+                    try:
+                        proc = psutil.Process(pid)
+                    except psutil.Error:
+                        continue
+                    self._procs[pid] = proc
+                self._sample_one(pid, proc, direct, now)
+        return True
+
+    def _sample_one(self, pid: int, proc: psutil.Process, direct: bool, now: float) -> None:
+        try:
+            cmd = " ".join(proc.cmdline())
+            rss = proc.memory_info().rss
         except psutil.Error:
             return
-        for child in direct:
-            if child.pid in self._helpers or child.pid in self.workers_seen:
-                continue
+        if rss == 0:  # a zombie (already exited, not yet reaped) or a kernel thread
+            return
+        seen = self._seen.get(pid)
+        if seen is None or (seen.cmd != cmd and not seen.helper):
+            seen = self._seen[pid] = _Seen(cmd, direct, now)
+        if seen.helper:
+            return
+        seen.rss = max(seen.rss, rss)
+        every = USS_YOUNG_INTERVAL_S if now - seen.born < USS_YOUNG_S else USS_INTERVAL_S
+        if now - seen.uss_at >= every:
+            seen.uss_at = now
             try:
-                cmd = " ".join(child.cmdline())
-            except psutil.Error:
-                continue
-            if any(m in cmd for m in _HELPER_MARKERS):
-                self._helpers.add(child.pid)
-        for proc in every:
-            self.procs.setdefault(proc.pid, proc)
-            if proc.pid in self._helpers:
-                continue
-            try:
-                info = proc.memory_full_info()
-            except psutil.Error:
-                continue
-            self.workers_seen.add(proc.pid)
-            self.worker_peak_rss = max(self.worker_peak_rss, info.rss)
-            self.worker_peak_uss = max(self.worker_peak_uss, getattr(info, "uss", 0))
+                seen.uss = max(seen.uss, getattr(proc.memory_full_info(), "uss", 0))
+            except (psutil.Error, OSError):
+                pass
+
+
+def _sample_loop(ref: weakref.ref, stop: threading.Event) -> None:
+    """Background sampling until stopped, the cell is gone, or the sampler is collected."""
+    while not stop.wait(FAST_INTERVAL_S):
+        sampler = ref()
+        if sampler is None or not sampler.sample():
+            return
+        del sampler
 
 
 def kill_tree(pid: int, known: Iterable[psutil.Process] = (), timeout: float = 5.0) -> list[int]:

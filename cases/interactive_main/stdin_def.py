@@ -1,0 +1,34 @@
+"""Interactive ``__main__``: a transform defined in code fed to ``python -`` (or a notebook)."""
+
+CASE = {
+    "id": "interactive-stdin-def",
+    "family": "interactive-main",
+    "title": "Transform defined in an interactive __main__ (stdin, REPL, notebook)",
+    "script": True,
+    "stdin": True,
+    "why": "The function pickles by reference as __main__.add_one. This __main__ has no file, so a "
+    "spawn or forkserver worker has nothing to re-import: unpickling fails with \"Can't get "
+    "attribute 'add_one' on <module '__main__' (built-in)>\" and the worker exits. No main guard "
+    "helps here. Fork workers inherit the function in memory.",
+    "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
+    "expect_kind": {"spawn": "main-attribute", "forkserver": "main-attribute"},
+    "fix": "interactive-stdin-import",
+    "sources": [
+        "https://github.com/pytorch/pytorch/issues/51344",
+        "https://github.com/lava-nc/lava/issues/665",
+        "https://docs.python.org/3/library/multiprocessing.html#using-a-pool-of-workers",
+    ],
+}
+
+from torch.utils.data import DataLoader  # noqa: E402
+
+from cases._support import Squares, current_cell, squares  # noqa: E402
+
+
+def add_one(x):
+    return x + 1
+
+
+cell = current_cell()
+loader = DataLoader(Squares(16, transform=add_one), batch_size=4, num_workers=cell.num_workers)
+cell.check(loader, squares(16) + 1)

@@ -1,0 +1,43 @@
+"""A dataset that keeps the generator returned by ``Path.iterdir()``."""
+
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from cases._support import squares
+from cases.resources._archives import make_square_files
+
+CASE = {
+    "id": "dataset-generator",
+    "family": "resources",
+    "title": "Dataset holds a generator (Path.iterdir())",
+    "why": "Generators cannot be pickled (\"cannot pickle 'generator' object\"), so spawn and "
+    "forkserver fail. Fork copies the unconsumed generator into each worker, which then lists "
+    "the folder on first use, and passes.",
+    "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
+    "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
+    "fix": "dataset-file-list",
+    "sources": ["https://github.com/hustvl/YOLOP/issues/127"],
+}
+
+
+class FolderSquares(Dataset):
+    def __init__(self, folder, n):
+        self.n = n
+        self.entries = Path(folder).iterdir()
+        self._files = None
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if self._files is None:
+            self._files = sorted(self.entries)
+        a, b = self._files[i].read_text(encoding="ascii").split()
+        return torch.tensor([int(a), int(b)])
+
+
+def run(cell):
+    ds = FolderSquares(make_square_files(16), 16)
+    cell.check(DataLoader(ds, batch_size=4, num_workers=cell.num_workers), squares(16))
