@@ -572,7 +572,7 @@ class _Walker:
             path=path,
             type=_type_name(obj),
             message=_first_line(exc),
-            exc_type=_type_name(exc),
+            exc_type=type(exc).__name__ if isinstance(exc, TemporaryStorageError) else _type_name(exc),
             label=_label(obj, exc),
             within=within,
             root=root,
