@@ -81,6 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--json", action="store_true", help="print a JSON array")
     lst.add_argument("--catalogue", type=Path, default=None, metavar="DIR")
 
+    exp = sub.add_parser("explain", help="show a case's code, why it fails where it does, what was "
+                         "observed, and the diff to its fix")
+    exp.add_argument("case", metavar="CASE", help="a case id (see 'harness list')")
+    exp.add_argument("--catalogue", type=Path, default=None, metavar="DIR")
+    exp.add_argument("--matrix", type=Path, default=None, metavar="FILE",
+                     help="report to read observed outcomes from (default: reports/matrix.json)")
+
     diag = sub.add_parser("diagnose", help="find every object in your loader that spawn/forkserver cannot pickle")
     diag.add_argument("target", metavar="TARGET",
                       help="package.module:attr or path/to/file.py:attr; attr is a DataLoader, a Dataset, "
@@ -127,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         from harness._listing import list_cases
 
         return list_cases(as_json=args.json, catalogue_dir=args.catalogue)
+    if args.command == "explain":
+        from harness._explain import explain_command
+
+        return explain_command(args.case, catalogue_dir=args.catalogue, matrix_path=args.matrix)
     if args.command == "diagnose":
         from harness._diagnose import diagnose_command
 

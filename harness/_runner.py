@@ -446,23 +446,28 @@ def run_one(spec: CellSpec, runner_id: str, *, template: Template | None = None,
 
 
 def mark_broken(records: list[dict], cases: dict[str, Case]) -> list[str]:
-    """Flag every record of a case whose in-process control did not pass.
+    """Flag every record of a case whose in-process control did not pass, or whose module
+    failed to import in any cell.
 
-    Returns one line per broken case, naming its file and its control's error.
+    Returns one line per broken case, naming its file and its control's (or import) error.
     """
     lines = []
+    done: set[str] = set()
     for rec in records:
-        if rec["method"] != IN_PROCESS or rec["outcome"] in ("pass", "skipped"):
+        # A module that fails to import is broken whichever methods were selected.
+        failed_import = rec["outcome"] == "error" and rec["kind"] == "import"
+        if rec["case"] in done or not (failed_import or rec["method"] == IN_PROCESS):
             continue
         case = cases[rec["case"]]
-        if case.expect[IN_PROCESS] != "pass":
+        if not failed_import and (rec["outcome"] in ("pass", "skipped") or case.expect[IN_PROCESS] != "pass"):
             continue
+        done.add(case.id)
         for other in records:
             if other["case"] == rec["case"]:
                 other["broken"] = True
                 other["matches"] = False
-        lines.append(f"{case.path}: broken case {case.id!r}: in-process control gave "
-                     f"{rec['outcome']}: {rec['message'] or rec['root_cause']}")
+        what = "the module failed to import" if failed_import else f"in-process control gave {rec['outcome']}"
+        lines.append(f"{case.path}: broken case {case.id!r}: {what}: {rec['message'] or rec['root_cause']}")
     return lines
 
 

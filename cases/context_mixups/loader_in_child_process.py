@@ -5,7 +5,7 @@ import multiprocessing
 import torch
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, Wrong, squares
+from cases._support import Cell, Squares, Wrong, squares
 
 CASE = {
     "id": "loader-in-child-process",
@@ -22,16 +22,19 @@ CASE = {
 
 
 def evaluate(num_workers, results):
-    """Runs in the child: iterate a loader and send every item back."""
+    """Runs in the child: iterate a loader; send every item and the first batch's delay (s) back."""
     loader = DataLoader(Squares(16), batch_size=4, num_workers=num_workers)
-    results.put(torch.cat(list(loader)).tolist())
+    timer = Cell("child", num_workers)
+    results.put((torch.cat(timer.iterate(loader)).tolist(), timer.first_batch_s))
 
 
 def run(cell):
     results = multiprocessing.Queue()
     child = multiprocessing.Process(target=evaluate, args=(cell.num_workers, results), daemon=False)
     child.start()
-    got = torch.tensor(results.get(timeout=50))
+    items, cell.first_batch_s = results.get(timeout=50)
+    got = torch.tensor(items)
+    cell.batches += len(got) // 4
     child.join()
     if child.exitcode != 0 or not torch.equal(got, squares(16)):
         raise Wrong(f"the child exited with {child.exitcode} and returned {got.tolist()}")

@@ -5,7 +5,7 @@ import multiprocessing
 import torch
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, Wrong, squares
+from cases._support import Cell, Squares, Wrong, squares
 
 CASE = {
     "id": "loader-in-daemonic-pool",
@@ -25,13 +25,15 @@ CASE = {
 
 
 def evaluate(num_workers):
-    """Runs in the pool worker: iterate a loader and return every item."""
+    """Runs in the pool worker: iterate a loader; return every item and the first batch's delay (s)."""
     loader = DataLoader(Squares(16), batch_size=4, num_workers=num_workers)
-    return torch.cat(list(loader))
+    timer = Cell("pool", num_workers)
+    return torch.cat(timer.iterate(loader)), timer.first_batch_s
 
 
 def run(cell):
     with multiprocessing.Pool(1) as pool:
-        got = pool.apply(evaluate, (cell.num_workers,))
+        got, cell.first_batch_s = pool.apply(evaluate, (cell.num_workers,))
+    cell.batches += len(got) // 4
     if not torch.equal(got, squares(16)):
         raise Wrong(f"the pool returned {got.tolist()}")

@@ -1,0 +1,241 @@
+"""``harness explain CASE``: one case's code, why it fails where it does, what was observed,
+and the diff that repairs it.
+
+The case is read like every other catalogue access, without importing it (see
+:mod:`harness._catalogue`); observed outcomes come from the latest report's
+``matrix.json`` (written by ``harness report``), never from running anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import TextIO
+
+from harness._catalogue import Case, Catalogue, CatalogueError, discover
+from harness._outcomes import METHODS
+
+__all__ = ["DEFAULT_MATRIX", "code_lines", "explain_case", "explain_command", "fix_diff", "observed_lines"]
+
+DEFAULT_MATRIX = Path("reports/matrix.json")
+_WIDTH = 100
+
+
+def _outcome(outcome: str, kind: str | None) -> str:
+    return f"{outcome}/{kind}" if kind else outcome
+
+
+def _mib(value: int | None) -> str:
+    return f"{value / 2**20:.0f} MiB" if value else "-"
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:.2f} s" if value is not None else "-"
+
+
+_CASE_MARK = "CASE = {...}  # metadata: harness list --json\n"
+
+
+def code_lines(source: str) -> list[str]:
+    """The lines of a case module with its ``CASE = {...}`` literal folded into one line.
+
+    The metadata differs between every case and its fix, so leaving it out keeps a diff to
+    what the repair changes in the code.
+    """
+    lines = source.splitlines(keepends=True)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return lines
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CASE" for t in stmt.targets):
+            start, end = stmt.lineno - 1, stmt.end_lineno or stmt.lineno
+            return [*lines[:start], _CASE_MARK, *lines[end:]]
+    return lines
+
+
+def fix_diff(case: Case, fix: Case) -> str:
+    """Unified diff (:func:`difflib.unified_diff`) from the case's code to its fix's code.
+
+    Both ``CASE`` literals are folded to one line first (see :func:`code_lines`).
+
+    Args:
+        case: the bad case.
+        fix: the good case named by ``case.fix``.
+
+    Returns:
+        The diff text, file names relative to the catalogue root; empty when the code matches.
+
+    Raises:
+        OSError: a source file cannot be read.
+    """
+    old = code_lines(case.path.read_text(encoding="utf-8"))
+    new = code_lines(fix.path.read_text(encoding="utf-8"))
+    name = lambda c: c.path.relative_to(c.root).as_posix() if c.path.is_relative_to(c.root) else str(c.path)  # noqa: E731
+    lines = difflib.unified_diff(old, new, fromfile=name(case), tofile=name(fix))
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def observed_lines(case_id: str, matrix: dict) -> list[str]:
+    """What the report observed for ``case_id``: one block per runner.
+
+    Args:
+        case_id: the case.
+        matrix: a ``matrix.json`` document (``results`` is a list of shard result records).
+
+    Returns:
+        Lines of text: per runner, every method's outcome (``outcome/kind``), a mark where it
+        contradicts the expectation or the case is broken, then the root cause of each cell
+        that did not pass and the costs of the cells that did. Empty when the report has no
+        result for the case.
+    """
+    by_runner: dict[str, list[dict]] = {}
+    for rec in matrix.get("results", []):
+        if rec.get("case") == case_id:
+            by_runner.setdefault(str(rec.get("runner", "?")), []).append(rec)
+    lines: list[str] = []
+    order = {m: i for i, m in enumerate(METHODS)}
+    for runner, recs in by_runner.items():
+        recs.sort(key=lambda r: order.get(r.get("method"), len(order)))
+        lines.append(f"{runner}:")
+        for rec in recs:
+            mark = ""
+            if rec.get("broken"):
+                mark = "  [broken case]"
+            elif rec.get("matches") is False:
+                mark = f"  [contradicts expected {_outcome(rec.get('expected', '?'), rec.get('expected_kind'))}]"
+            lines.append(f"  {rec.get('method', '?'):<11} {_outcome(rec.get('outcome', '?'), rec.get('kind'))}{mark}")
+            if rec.get("outcome") == "pass":
+                cost = (f"first batch {_seconds(rec.get('first_batch_s'))}, run {_seconds(rec.get('duration_s'))}, "
+                        f"main RSS {_mib(rec.get('parent_peak_rss_bytes'))}, "
+                        f"largest worker RSS {_mib(rec.get('worker_peak_rss_bytes'))}")
+                if rec.get("worker_peak_uss_bytes"):
+                    cost += f" (private {_mib(rec.get('worker_peak_uss_bytes'))})"
+                lines.append(f"{'':14}{cost}")
+                for warning in rec.get("warnings") or []:
+                    lines.append(f"{'':14}warning: {warning.splitlines()[0] if warning else ''}")
+            else:
+                cause = rec.get("root_cause") or rec.get("message") or ""
+                if cause:
+                    lines.append(f"{'':14}{cause}")
+    return lines
+
+
+def _load_matrix(path: Path) -> tuple[dict | None, str | None]:
+    """``(matrix, None)``, or ``(None, reason)`` when it is absent or unusable."""
+    if not path.exists():
+        return None, f"no report at {path}; run 'harness run' then 'harness report' to observe this case"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"{path}: cannot read the report: {exc}"
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return None, f"{path}: not a harness matrix.json (no results list)"
+    return data, None
+
+
+def explain_case(case: Case, catalogue: Catalogue, matrix: dict | None, matrix_note: str | None,
+                 out: TextIO) -> None:
+    """Write the explanation of ``case`` to ``out``.
+
+    Args:
+        case: the case to explain.
+        catalogue: the catalogue it belongs to (for its fix and the cases it fixes).
+        matrix: the latest ``matrix.json`` document, or ``None``.
+        matrix_note: why there is no matrix (printed in its place), or ``None``.
+        out: where the text goes.
+    """
+    wrap = lambda text, indent="  ": textwrap.fill(text, _WIDTH, initial_indent=indent, subsequent_indent=indent)  # noqa: E731
+    by_id = catalogue.by_id()
+    kind = "script case, runs as __main__" if case.script else "module case"
+    out.write(f"{case.id}: {case.title}\n")
+    out.write(f"  family {case.family}; {kind}; {case.path}\n\n")
+
+    out.write("Expected\n")
+    for m in METHODS:
+        out.write(f"  {m:<11} {_outcome(case.expect[m], case.expect_kind.get(m))}\n")
+    out.write("\nWhy\n")
+    out.write(wrap(case.why) + "\n")
+    out.write("\nSources\n")
+    for src in case.sources:
+        out.write(f"  {src}\n")
+
+    out.write("\nObserved (latest report)\n")
+    if matrix is None:
+        out.write(wrap(matrix_note or "no report") + "\n")
+    else:
+        lines = observed_lines(case.id, matrix)
+        if lines:
+            out.write("".join(f"  {line}\n" for line in lines))
+        else:
+            out.write(f"  the report ({matrix.get('generated_utc', 'undated')}) has no result for this case; "
+                      f"run 'harness run --cases {case.id}' then 'harness report'\n")
+
+    out.write(f"\nCode ({case.path.name})\n")
+    source = case.path.read_text(encoding="utf-8")
+    out.write(textwrap.indent(source, "  ", lambda line: True))
+    if not source.endswith("\n"):
+        out.write("\n")
+
+    out.write("\nFix\n")
+    if case.fix:
+        fix = by_id[case.fix]
+        out.write(f"  {fix.id}: {fix.title}\n")
+        out.write(wrap(fix.why, "    ") + "\n\n")
+        diff = fix_diff(case, fix)
+        out.write(diff if diff else "  (the fix's source is identical)\n")
+    else:
+        fixes = sorted(c.id for c in catalogue.cases if c.fix == case.id)
+        if fixes:
+            out.write(f"  none needed: this is the fix for {', '.join(fixes)}\n")
+        else:
+            out.write("  none needed: every start method is expected to pass\n")
+
+
+def explain_command(case_id: str, catalogue_dir: Path | None = None, matrix_path: Path | None = None,
+                    out: TextIO | None = None) -> int:
+    """``harness explain CASE``; returns the exit code.
+
+    Args:
+        case_id: the case id.
+        catalogue_dir: a catalogue directory (default: the installed ``cases`` package).
+        matrix_path: the report to read observations from (default: ``reports/matrix.json``).
+        out: where the explanation goes (default: stdout).
+
+    Returns:
+        0 when explained (a missing report is said in place of the observations); 2 for an
+        unknown case id, an unreadable catalogue, an unreadable case or fix file, or an
+        explicitly given report that cannot be read (one line on stderr naming it).
+    """
+    out = out or sys.stdout
+    try:
+        catalogue = discover(catalogue_dir)
+    except CatalogueError as exc:
+        print(f"harness explain: {exc}", file=sys.stderr)
+        return 2
+    by_id = catalogue.by_id()
+    case = by_id.get(case_id)
+    if case is None:
+        close = difflib.get_close_matches(case_id, list(by_id), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; see 'harness list'"
+        print(f"harness explain: CASE: unknown case {case_id!r}{hint}", file=sys.stderr)
+        return 2
+    if case.fix and case.fix not in by_id:
+        print(f"harness explain: {case.path}: fix {case.fix!r} names no case in the catalogue", file=sys.stderr)
+        return 2
+    path = Path(matrix_path) if matrix_path is not None else DEFAULT_MATRIX
+    matrix, note = _load_matrix(path)
+    if matrix is None and matrix_path is not None and path.exists():
+        print(f"harness explain: {note}", file=sys.stderr)
+        return 2
+    try:
+        explain_case(case, catalogue, matrix, note, out)
+    except OSError as exc:
+        print(f"harness explain: {getattr(exc, 'filename', None) or case.path}: cannot read: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    return 0
