@@ -1,0 +1,237 @@
+"""``python -m benchmarks``: the catalogue against its speed floor; writes ``reports/bench.json``.
+
+Measured side by side in one invocation, each with the real command line in a subprocess:
+
+* ``wall_s``: ``harness run`` over the selected catalogue (default: all of it) with warm
+  cells and ``--jobs`` = the usable cores, from process start to exit;
+* ``work_s``: the sum over its cells of each cell's own measured work, ``duration_s``: from
+  the case's first line (dataset and loader creation) to its last batch, with worker start
+  and shutdown (the cell measures it, :mod:`harness._cell`);
+* ``cores``; ``floor_s`` = ``work_s`` / ``cores``; ``ratio`` = ``wall_s`` / ``floor_s``;
+* ``naive_s``: the same cells with ``--isolation fresh --jobs 1``, a new interpreter per
+  cell, one after the other; ``speedup`` = ``naive_s`` / ``wall_s``;
+* ``cells``.
+
+The warm run is repeated (``--repeat``, default 3) and medians are reported (``ratio`` and
+``floor_s`` from the median ``wall_s`` and ``work_s``); every run is kept under ``runs``.
+Each run starts in an empty shard directory, as on a clean clone or in CI, so cells are
+ordered by the per-method defaults of :mod:`harness._schedule`. The load average before and
+after is recorded: other work on the machine slows both sides.
+
+When ``benchmarks/bench_diagnose.py`` is present its ``run_benchmark()`` result is added
+under ``diagnose``. Exit status: 0 when every target is met, 1 otherwise, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["TARGETS", "bench_catalogue", "main", "run_harness"]
+
+#: ratio at most, speedup at least.
+TARGETS = {"ratio": 1.25, "speedup": 3.0}
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def run_harness(out: Path, isolation: str, jobs: int, selection: list[str]) -> dict:
+    """Run ``harness run`` once in a subprocess; return its timing and cells.
+
+    Returns:
+        ``{"isolation", "jobs", "wall_s", "work_s", "cells", "untimed_cells", "untimed_wall_s",
+        "exit_code", "outcomes": {"case/method": "outcome/kind"}}``; ``work_s`` sums the
+        cells' ``duration_s`` (cells killed at their timeout have none: they are counted in
+        ``untimed_*``).
+
+    Raises:
+        RuntimeError: the run failed to write a shard (exit status 2 or worse).
+    """
+    env = dict(os.environ, CI="true")  # quiet: no progress bar, no line per cell
+    cmd = [sys.executable, "-m", "harness", "run", "--isolation", isolation, "--jobs", str(jobs),
+           "--out", str(out), *selection]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    shards = list(out.glob("*.json"))
+    if proc.returncode not in (0, 1) or len(shards) != 1:
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: "
+                           f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
+    shard = json.loads(shards[0].read_text(encoding="utf-8"))
+    results = shard["results"]
+    untimed = [r for r in results if r.get("duration_s") is None and r["outcome"] != "unsupported"]
+    return {
+        "isolation": shard["runner"].get("isolation", isolation),
+        "jobs": jobs,
+        "wall_s": round(wall, 3),
+        "work_s": round(sum(r["duration_s"] or 0.0 for r in results), 3),
+        "cells": len(results),
+        "untimed_cells": len(untimed),
+        "untimed_wall_s": round(sum(r.get("wall_s") or 0.0 for r in untimed), 3),
+        "exit_code": proc.returncode,
+        "outcomes": {f"{r['case']}/{r['method']}": f"{r['outcome']}/{r['kind']}" for r in results},
+    }
+
+
+def bench_catalogue(repeat: int = 3, naive_repeat: int = 1, selection: list[str] | None = None,
+                    jobs: int | None = None) -> dict:
+    """Measure the catalogue warm (``repeat`` times) and naive (``naive_repeat`` times).
+
+    Args:
+        repeat: warm runs; medians are reported.
+        naive_repeat: fresh-interpreter serial runs; the median is reported.
+        selection: extra ``harness run`` arguments (``--cases ...``); default: everything.
+        jobs: parallel cells for the warm runs (default: the usable cores).
+
+    Returns:
+        The figures described in the module docstring, plus ``runs``, ``naive_runs``,
+        ``outcomes_identical`` (warm and naive gave every cell the same outcome and kind),
+        ``load_before``/``load_after`` (1, 5, 15-minute load averages) and ``targets``.
+    """
+    selection = list(selection or [])
+    cores = _cores()
+    jobs = jobs or cores
+    load_before = _load()
+    runs: list[dict] = []
+    naive: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
+        # Interleaved, so a change in machine load hits both sides.
+        plan = ["warm"] + ["fresh"] * min(1, naive_repeat) + ["warm"] * (repeat - 1) + \
+            ["fresh"] * max(0, naive_repeat - 1)
+        for i, mode in enumerate(plan):
+            out = Path(tmp) / f"{i}-{mode}"
+            if mode == "warm":
+                runs.append(run_harness(out, "warm", jobs, selection))
+            else:
+                naive.append(run_harness(out, "fresh", 1, selection))
+            print(f"bench: {mode} run {i + 1}/{len(plan)}: {runs[-1]['wall_s'] if mode == 'warm' else naive[-1]['wall_s']:.1f} s",
+                  file=sys.stderr, flush=True)
+    wall = statistics.median(r["wall_s"] for r in runs)
+    work = statistics.median(r["work_s"] for r in runs)
+    floor = work / cores
+    naive_s = statistics.median(r["wall_s"] for r in naive) if naive else None
+    outcomes = [r.pop("outcomes") for r in runs + naive]
+    result = {
+        "wall_s": round(wall, 3),
+        "work_s": round(work, 3),
+        "cores": cores,
+        "floor_s": round(floor, 3),
+        "ratio": round(wall / floor, 4) if floor else None,
+        "naive_s": round(naive_s, 3) if naive_s is not None else None,
+        "speedup": round(naive_s / wall, 4) if naive_s else None,
+        "cells": runs[0]["cells"],
+        "jobs": jobs,
+        "isolation": runs[0]["isolation"],
+        "outcomes_identical": all(o == outcomes[0] for o in outcomes),
+        "runs": runs,
+        "naive_runs": naive,
+        "load_before": load_before,
+        "load_after": _load(),
+        "python": sys.version.split()[0],
+        "targets": dict(TARGETS),
+    }
+    result["ok"] = bool(
+        result["ratio"] is not None and result["ratio"] <= TARGETS["ratio"]
+        and (result["speedup"] is None or result["speedup"] >= TARGETS["speedup"])
+        and result["outcomes_identical"]
+    )
+    return result
+
+
+def _diagnose_benchmark() -> dict | None:
+    """``benchmarks.bench_diagnose.run_benchmark()`` when that module exists, else ``None``."""
+    if importlib.util.find_spec("benchmarks.bench_diagnose") is None:
+        return None
+    from benchmarks import bench_diagnose
+
+    return bench_diagnose.run_benchmark()
+
+
+def _table(result: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="harness run: catalogue against its floor")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("target", justify="right")
+    rows = [
+        ("cells", f"{result['cells']}", ""),
+        ("cores", f"{result['cores']}", ""),
+        ("wall_s (warm, median)", f"{result['wall_s']:.1f}", ""),
+        ("work_s (sum of cell durations)", f"{result['work_s']:.1f}", ""),
+        ("floor_s = work_s / cores", f"{result['floor_s']:.1f}", ""),
+        ("ratio = wall_s / floor_s", f"{result['ratio']:.3f}", f"<= {TARGETS['ratio']}"),
+    ]
+    if result["naive_s"] is not None:
+        rows += [("naive_s (fresh, serial)", f"{result['naive_s']:.1f}", ""),
+                 ("speedup = naive_s / wall_s", f"{result['speedup']:.2f}", f">= {TARGETS['speedup']}")]
+    rows += [("same outcomes warm and fresh", "yes" if result["outcomes_identical"] else "NO", "yes"),
+             ("load average before / after", f"{result['load_before']} / {result['load_after']}", "")]
+    for row in rows:
+        table.add_row(*row)
+    console = Console()
+    console.print(table)
+    diag = result.get("diagnose")
+    if diag:
+        dt = Table(title="harness diagnose on a large dataset")
+        dt.add_column("figure")
+        dt.add_column("value", justify="right")
+        for key, value in diag.items():
+            if not isinstance(value, (dict, list)):
+                dt.add_row(key, str(value))
+        console.print(dt)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks [--repeat N] [--naive-repeat N] [--no-naive] [--skip-diagnose]
+    [--out PATH] [-- HARNESS_RUN_ARGS]``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="warm runs (default 3); medians reported")
+    parser.add_argument("--naive-repeat", type=int, default=1, help="fresh serial runs (default 1)")
+    parser.add_argument("--no-naive", action="store_true", help="skip the fresh serial run")
+    parser.add_argument("--jobs", type=int, default=None, help="parallel cells (default: usable cores)")
+    parser.add_argument("--skip-diagnose", action="store_true", help="skip the diagnose benchmark")
+    parser.add_argument("--out", type=Path, default=Path("reports/bench.json"))
+    parser.add_argument("harness_args", nargs="*", help="after --: harness run selection, e.g. --cases 'transform-*'")
+    args = parser.parse_args(argv)
+    if args.repeat < 1 or args.naive_repeat < 1:
+        print("python -m benchmarks: --repeat and --naive-repeat must be >= 1", file=sys.stderr)
+        return 2
+    result = bench_catalogue(repeat=args.repeat, naive_repeat=0 if args.no_naive else args.naive_repeat,
+                             selection=args.harness_args, jobs=args.jobs)
+    if not args.skip_diagnose:
+        diag = _diagnose_benchmark()
+        if diag is not None:
+            result["diagnose"] = diag
+            result["ok"] = bool(result["ok"] and diag.get("ok", True))
+    from harness._shard import write_json_atomic
+
+    write_json_atomic(args.out, result)
+    _table(result)
+    print(f"bench: wrote {args.out}")
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
