@@ -207,16 +207,33 @@ def _storage_tracking() -> tuple[Any, bool]:
     return StorageWeakRef, tmp.get_sharing_strategy() == "file_descriptor"
 
 
+_BASE: tuple[tuple, dict, tuple] = ((), {}, ())
+
+
+def _base_table() -> tuple[dict, tuple[type, ...]]:
+    """``copyreg.dispatch_table`` plus ``ForkingPickler._extra_reducers``, and torch's storage
+    types; rebuilt whenever either registry (or the presence of torch) changes."""
+    global _BASE
+    key = (len(copyreg.dispatch_table), len(ForkingPickler._extra_reducers), "torch" in sys.modules)
+    if _BASE[0] != key:
+        storage_types = _torch_storage_types()  # may register torch's reducers first
+        key = (len(copyreg.dispatch_table), len(ForkingPickler._extra_reducers), "torch" in sys.modules)
+        table = dict(copyreg.dispatch_table)
+        table.update(ForkingPickler._extra_reducers)
+        _BASE = (key, table, storage_types)
+    return _BASE[1], _BASE[2]
+
+
 def _dispatch_table(payload: Payload, weakrefs: list | None = None) -> dict:
     """ForkingPickler's dispatch table, with CPU torch storages counted instead of shared.
 
     With ``weakrefs``, a weak reference to every CPU storage pickled is appended to it, so the
     caller can tell storages that outlive the dump from temporaries.
     """
-    table = dict(copyreg.dispatch_table)
-    table.update(ForkingPickler._extra_reducers)
-    weakref_type, _ = _storage_tracking()
-    for storage_type in _torch_storage_types():
+    table, storage_types = _base_table()
+    table = dict(table)
+    weakref_type, _ = _storage_tracking() if storage_types else (None, False)
+    for storage_type in storage_types:
         torch_reducer = table[storage_type]
 
         def reduce_storage(storage, _torch_reducer=torch_reducer):
