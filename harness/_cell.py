@@ -9,13 +9,17 @@ default context). Script cases run through :func:`runpy.run_path` with
 ``run_name="__main__"``, so spawn and forkserver workers re-import the real script as
 ``__mp_main__``.
 
-A script case whose ``CASE`` sets ``"stdin": True`` stands for code typed into an
-interactive ``__main__`` (``python -`` fed on stdin, a REPL, a notebook kernel): its source
-is compiled as ``<stdin>`` and executed in a new ``__main__`` module that has no
-``__file__`` and no ``__spec__``, as CPython's own ``python -`` creates it. Spawn and
-forkserver then have no main module to re-import in the worker
-(``multiprocessing.spawn.get_preparation_data`` finds neither a name nor a path), which is
-what users of notebooks and ``python -`` meet.
+A script case whose ``CASE`` sets ``"stdin"`` stands for code that arrives with no file of its
+own; its source is compiled as ``<stdin>`` and executed in a new ``__main__`` module with no
+``__spec__``, replacing the cell's ``__main__`` while it runs:
+
+* ``"stdin": "interactive"``: the interactive interpreter reading stdin (``python -i``, a REPL,
+  a notebook kernel), whose ``__main__`` has no ``__file__``. Spawn and forkserver workers
+  then have no main module to re-import (``multiprocessing.spawn.get_preparation_data``
+  finds neither a name nor a path), so names defined there are missing in the worker.
+* ``"stdin": "pipe"``: ``python -`` with the code piped in, where CPython's
+  ``PyRun_SimpleFile`` sets ``__main__.__file__ = "<stdin>"`` while the code runs. Spawn
+  and forkserver workers then try to run a main script named ``<stdin>``.
 
 The result file is JSON::
 
@@ -33,7 +37,7 @@ import time
 import traceback
 import warnings
 
-__all__ = ["run_spec"]
+__all__ = ["STDIN_MODES", "run_spec", "stdin_mode"]
 
 
 def _write_json(path: str, data: dict) -> None:
@@ -52,27 +56,31 @@ def _exc_fields(exc: BaseException) -> dict:
     }
 
 
-def _is_stdin_case(path: str) -> bool:
-    """Whether the script case at ``path`` declares ``"stdin": True`` in its ``CASE`` literal."""
+STDIN_MODES = ("interactive", "pipe")
+
+
+def stdin_mode(path: str) -> str | None:
+    """The ``"stdin"`` mode a script case declares in its ``CASE`` literal, or ``None``."""
     import ast
 
     try:
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), filename=path)
     except (OSError, SyntaxError, UnicodeDecodeError):
-        return False
+        return None
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CASE" for t in stmt.targets):
             try:
                 meta = ast.literal_eval(stmt.value)
             except ValueError:
-                return False
-            return isinstance(meta, dict) and meta.get("stdin") is True
-    return False
+                return None
+            mode = meta.get("stdin") if isinstance(meta, dict) else None
+            return mode if mode in STDIN_MODES else None
+    return None
 
 
-def _run_as_stdin(path: str) -> None:
-    """Execute the file's source in a fresh, file-less ``__main__``, as ``python -`` would."""
+def _run_as_stdin(path: str, mode: str) -> None:
+    """Execute the file's source in a fresh ``__main__`` that has no file (see the module doc)."""
     import builtins
     import importlib.machinery
     import types
@@ -81,9 +89,11 @@ def _run_as_stdin(path: str) -> None:
         code = compile(f.read(), "<stdin>", "exec")
     main = types.ModuleType("__main__")
     main.__dict__.update(__builtins__=builtins, __loader__=importlib.machinery.BuiltinImporter)
+    if mode == "pipe":
+        main.__dict__.update(__file__="<stdin>", __cached__=None)
     previous = sys.modules["__main__"]
     sys.modules["__main__"] = main
-    sys.argv = ["-"]
+    sys.argv = ["-"] if mode == "pipe" else [""]
     try:
         exec(code, main.__dict__)
     finally:
@@ -138,8 +148,9 @@ def run_spec(spec: dict) -> dict:
     warnings.showwarning = show
     t0 = time.perf_counter()
     try:
-        if spec["script"] and _is_stdin_case(spec["path"]):
-            _run_as_stdin(spec["path"])
+        mode = stdin_mode(spec["path"]) if spec["script"] else None
+        if mode:
+            _run_as_stdin(spec["path"], mode)
         elif spec["script"]:
             import runpy
 

@@ -18,6 +18,7 @@ a process is first seen, then every :data:`USS_YOUNG_INTERVAL_S` during its firs
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 import threading
@@ -29,7 +30,10 @@ import psutil
 
 __all__ = ["FAST_INTERVAL_S", "TreeSampler", "USS_INTERVAL_S", "kill_tree"]
 
-_HELPER_MARKERS = ("resource_tracker", "forkserver", "semaphore_tracker")
+# multiprocessing starts its helpers as ``python -c 'from multiprocessing.X import main; ...'``
+# (``multiprocessing.util.spawnv_passfds``); a looser match would take any process whose
+# arguments merely mention "forkserver" (a cell's own spec does) for a helper.
+_HELPER_COMMAND = re.compile(r"from multiprocessing\.(?:resource_tracker|forkserver|semaphore_tracker) import main")
 
 #: Seconds between two samples of the background thread (Linux; elsewhere the caller's cadence).
 FAST_INTERVAL_S = 0.01
@@ -82,7 +86,7 @@ class _Seen:
         self.born = now
         # Only the cell's own children can be helpers: forkserver workers are forked by the
         # server and keep its command line.
-        self.helper = direct and any(m in cmd for m in _HELPER_MARKERS)
+        self.helper = direct and _HELPER_COMMAND.search(cmd) is not None
 
 
 class TreeSampler:

@@ -1,11 +1,11 @@
-"""Interactive ``__main__``: a Dataset class defined in a notebook cell or ``python -``."""
+"""Interactive ``__main__``: a Dataset class defined in a notebook cell or at the REPL prompt."""
 
 CASE = {
     "id": "interactive-stdin-dataset-class",
     "family": "interactive-main",
     "title": "Dataset class defined in an interactive __main__ (notebook)",
     "script": True,
-    "stdin": True,
+    "stdin": "interactive",
     "why": "The dataset pickles by class reference as __main__.NotebookSquares; a spawn or "
     "forkserver worker cannot re-import a __main__ without a file, so unpickling fails with "
     "\"Can't get attribute 'NotebookSquares' on <module '__main__' (built-in)>\". The usual "

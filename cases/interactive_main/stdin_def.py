@@ -1,15 +1,17 @@
-"""Interactive ``__main__``: a transform defined in code fed to ``python -`` (or a notebook)."""
+"""Interactive ``__main__``: a transform defined at the prompt (REPL, ``python -i``, notebook)."""
 
 CASE = {
     "id": "interactive-stdin-def",
     "family": "interactive-main",
-    "title": "Transform defined in an interactive __main__ (stdin, REPL, notebook)",
+    "title": "Transform defined in an interactive __main__ (REPL, notebook)",
     "script": True,
-    "stdin": True,
-    "why": "The function pickles by reference as __main__.add_one. This __main__ has no file, so a "
-    "spawn or forkserver worker has nothing to re-import: unpickling fails with \"Can't get "
-    "attribute 'add_one' on <module '__main__' (built-in)>\" and the worker exits. No main guard "
-    "helps here. Fork workers inherit the function in memory.",
+    "stdin": "interactive",
+    "why": "The function pickles by reference as __main__.add_one. The interactive interpreter's "
+    "__main__ (the REPL reading stdin, python -i, a notebook kernel) has no file, so a spawn or "
+    "forkserver worker has nothing to re-import: unpickling fails with \"Can't get attribute "
+    "'add_one' on <module '__main__' (built-in)>\" and the worker exits. No main guard helps "
+    "here. Fork workers inherit the function in memory. The same text comes out of a real "
+    "'python -i' fed this code on stdin.",
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "main-attribute", "forkserver": "main-attribute"},
     "fix": "interactive-stdin-import",

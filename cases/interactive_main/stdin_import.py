@@ -5,9 +5,10 @@ CASE = {
     "family": "interactive-main",
     "title": "Interactive __main__ imports dataset and transform from a module (fix)",
     "script": True,
-    "stdin": True,
+    "stdin": "interactive",
     "why": "Everything the workers need pickles by reference to an importable module "
-    "(cases._support), so a file-less __main__ is never looked up.",
+    "(cases._support), so the file-less interactive __main__ is never looked up. (Code piped to "
+    "'python -' is another matter: see interactive-python-dash-pipe.)",
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "pass", "forkserver": "pass"},
     "sources": [
         "https://github.com/pytorch/pytorch/issues/51344",

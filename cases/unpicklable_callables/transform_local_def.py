@@ -8,7 +8,7 @@ CASE = {
     "id": "transform-local-def",
     "family": "unpicklable-callables",
     "title": "Transform defined with def inside the training function",
-    "why": "Pickle stores functions by qualified name; 'train.<locals>.add_one' cannot be looked up, "
+    "why": "Pickle stores functions by qualified name; 'run.<locals>.add_one' cannot be looked up, "
     "so spawn and forkserver fail while pickling the dataset. Fork copies memory and never pickles.",
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},

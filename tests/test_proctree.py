@@ -1,0 +1,81 @@
+"""TreeSampler: sees workers that live well under 100 ms, leaves helpers out, stops by itself."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from harness._proctree import FAST_INTERVAL_S, TreeSampler
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and /proc are Linux-only here")
+
+# A cell stand-in without torch: two forked children that each touch 32 MiB of their own and
+# live about 60 ms, then a forkserver child (the server is a helper, its child a worker).
+SCRIPT = textwrap.dedent("""
+    import multiprocessing as mp, os, sys, time
+
+    def work(ms):
+        block = bytearray(32 * 2**20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(ms / 1000)
+
+    if __name__ == "__main__":
+        time.sleep(0.2)
+        kids = [mp.get_context("fork").Process(target=work, args=(60,)) for _ in range(2)]
+        for k in kids: k.start()
+        for k in kids: k.join()
+        if sys.argv[1] == "forkserver":
+            p = mp.get_context("forkserver").Process(target=work, args=(300,))
+            p.start(); p.join()
+""")
+
+
+def _sample_run(tmp_path, mode: str) -> TreeSampler:
+    script = tmp_path / "cellish.py"
+    script.write_text(SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), mode])
+    sampler = TreeSampler(proc.pid)
+    proc.wait(timeout=60)
+    time.sleep(2 * FAST_INTERVAL_S)
+    sampler.stop()
+    return sampler
+
+
+def test_short_lived_fork_workers_are_seen_with_their_memory(tmp_path):
+    sampler = _sample_run(tmp_path, "fork")
+    assert len(sampler.workers_seen) == 2
+    assert sampler.parent_peak_rss > 0
+    # Each worker wrote 32 MiB of its own: private memory at least most of that.
+    assert sampler.worker_peak_uss >= 24 * 2**20
+    assert sampler.worker_peak_rss >= sampler.worker_peak_uss
+
+
+def test_forkserver_server_and_resource_tracker_are_not_workers(tmp_path):
+    sampler = _sample_run(tmp_path, "forkserver")
+    procs = sampler.procs
+    # 2 fork workers + the forkserver server + its worker (+ the resource tracker it starts).
+    assert len(procs) - 1 >= 4
+    assert len(sampler.workers_seen) == 3
+    helpers = set(procs) - sampler.workers_seen - {sampler.pid}
+    assert helpers, "the forkserver server was counted as a worker"
+
+
+def test_background_thread_ends_with_the_sampler():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sampler = TreeSampler(proc.pid)
+        thread = sampler._thread
+        assert thread is not None and thread.is_alive()
+        del sampler
+        gc.collect()
+        thread.join(timeout=2)
+        assert not thread.is_alive()
+    finally:
+        proc.kill()
+        proc.wait()
