@@ -201,10 +201,10 @@ def _storage_tracking() -> tuple[Any, bool]:
     """torch's ``StorageWeakRef`` and whether the sharing strategy is ``file_descriptor``."""
     if "torch" not in sys.modules:
         return None, False
-    import torch.multiprocessing as tmp
-    from torch.multiprocessing.reductions import StorageWeakRef
-
-    return StorageWeakRef, tmp.get_sharing_strategy() == "file_descriptor"
+    tmp = sys.modules.get("torch.multiprocessing.reductions")
+    if tmp is None:
+        import torch.multiprocessing.reductions as tmp
+    return tmp.StorageWeakRef, sys.modules["torch.multiprocessing"].get_sharing_strategy() == "file_descriptor"
 
 
 _BASE: tuple[tuple, dict, tuple] = ((), {}, ())
