@@ -8,8 +8,10 @@ worker_init_fn, worker_id, num_workers, persistent_workers, shared_seed)``) → 
 user-supplied ones with ForkingPickler into a counting sink → if that fails, walk them
 (:mod:`harness._walker`) → match every problem to a catalogue case and its fix.
 
-The queues and the event are made by torch, not by the user, and are left out; the sampler
-stays in the parent (its indices cross the index queue one batch at a time).
+The queues and the event are made by torch, not by the user, and are left out. The sampler
+stays in the parent, but its indices cross each worker's index queue, pickled and unpickled,
+under every start method: the first batch is drawn and round-tripped (paths rooted at
+``indices``).
 
 Unlike the matrix, this imports *user* code into the harness process: the target is the
 user's own loader, and its objects must be live to be walked.
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness._walker import Payload, Problem, find_problems, measure_payload
+from harness._walker import Payload, Problem, find_problems, measure_payload, probe
 
 __all__ = [
     "DIAGNOSE_METHODS",
@@ -42,6 +44,8 @@ __all__ = [
     "pick_case",
     "diagnose",
     "diagnose_command",
+    "first_indices",
+    "index_problems",
     "load_target",
     "worker_start",
 ]
@@ -182,6 +186,7 @@ class WorkerStart:
     roots: dict[str, Any]
     args: tuple
     num_workers: int
+    index_sampler: Any = None
 
 
 def worker_start(obj: Any, num_workers: int | None = None) -> WorkerStart:
@@ -201,7 +206,64 @@ def worker_start(obj: Any, num_workers: int | None = None) -> WorkerStart:
     roots = {"dataset": obj.dataset, "collate_fn": obj.collate_fn, "worker_init_fn": obj.worker_init_fn}
     args = (obj._dataset_kind, obj.dataset, obj._auto_collation, obj.collate_fn, obj.drop_last,
             0, obj.worker_init_fn, 0, n, obj.persistent_workers, None)
-    return WorkerStart(roots=roots, args=args, num_workers=n)
+    return WorkerStart(roots=roots, args=args, num_workers=n, index_sampler=obj._index_sampler)
+
+
+def first_indices(index_sampler: Any) -> Any:
+    """The first item the main process puts on a worker's index queue, or ``None``.
+
+    Draws one batch from a fresh iterator over the loader's index sampler (its
+    ``batch_sampler``, or its ``sampler`` without automatic batching), with the global random
+    states of torch, ``random`` and numpy saved and restored, so the caller's streams do not
+    move. A sampler that raises gives ``None``: it fails the same way under every method.
+    """
+    import random
+
+    import numpy as np
+    import torch
+
+    py_state, np_state = random.getstate(), np.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            return next(iter(index_sampler), None)
+    except Exception:  # noqa: BLE001 - a broken sampler is not a start-method problem
+        return None
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+
+
+def index_problems(indices: Any) -> list[Problem]:
+    """Problems with the indices a worker receives through its index queue.
+
+    Indices are pickled into the queue and unpickled by the worker under every start method
+    (``_MultiProcessingDataLoaderIter._try_put_index`` and ``torch.utils.data._utils.worker``),
+    so they must survive a round trip through ForkingPickler, not only pickle. Paths are rooted
+    at ``indices`` (the sampler's first batch).
+    """
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    if indices is None:
+        return []
+    if probe(indices) is not None:
+        return find_problems({"indices": indices})
+    items = list(enumerate(indices)) if isinstance(indices, (list, tuple)) else [(None, indices)]
+    for i, item in items:
+        try:
+            pickle.loads(ForkingPickler.dumps(item))
+        except Exception as exc:  # noqa: BLE001 - a failing reconstructor may raise anything
+            t = type(item)
+            return [Problem(
+                path="indices" if i is None else f"indices[{i}]",
+                type=f"{t.__module__}.{t.__qualname__}".removeprefix("builtins."),
+                message=f"pickles, but unpickling in the worker fails: {type(exc).__name__}: "
+                        f"{(str(exc).strip().splitlines() or [''])[0]}",
+                exc_type=type(exc).__name__,
+                label="index-unpickle",
+                root="indices",
+            )]
+    return []
 
 
 # -- catalogue matching --------------------------------------------------------------------------
@@ -261,6 +323,8 @@ def _candidates(p: Problem) -> list[str]:
         return ["dataset-generator", "dataset-generator*", "*iterdir*"]
     if p.label == "torch-generator":
         return ["dataset-torch-generator", "*torch-generator*"]
+    if p.label == "index-unpickle" or p.root == "indices":
+        return ["sampler-index-unpicklable", "sampler-index-*"]
     if p.label == "fork-context-semlock":
         return ["value-fork-context-spawn-loader", "*fork-context*", "*context-mix*", "*semlock*"]
     return []
@@ -439,12 +503,11 @@ def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, ta
     if payload is None:
         problems = find_problems(start.roots)
         if not problems:  # the arguments fail only together; say so rather than pass silently
-            from harness._walker import probe
-
             exc = probe(start.args)
             problems = [Problem(path="(worker arguments)", type="tuple", message=str(exc).splitlines()[0]
                                 if exc else "", exc_type=type(exc).__name__, label="other")]
         findings = [Finding(p, *case_for_problem(p)) for p in problems]
+    findings += [Finding(p, *case_for_problem(p)) for p in index_problems(first_indices(start.index_sampler))]
     return Diagnosis(target=name, method=method, findings=findings, payload=payload,
                      num_workers=start.num_workers)
 

@@ -57,6 +57,7 @@ UNSAFE = {
     },
     "loader_context.py:make_dataset": {"dataset.seen._lock": "value-fork-context-spawn-loader"},
     "loader_torch_generator.py:make_loader": {"dataset.rng": "dataset-torch-generator"},
+    "loader_windows.py:make_loader": {"indices[0]": "sampler-index-unpicklable"},
 }
 SAFE = ["loader_safe.py:make_loader", "loader_numpy.py:dataset"]
 
@@ -73,8 +74,9 @@ def test_unsafe_loaders_report_every_path_with_its_case(capsys, target):
     assert rc == 1
     result = json.loads(out)
     assert result["safe"] is False
-    assert result["payload_bytes"] is None
     expected = UNSAFE[target]
+    # The payload is measured when the worker arguments pickle (only the indices fail).
+    assert (result["payload_bytes"] is None) == any(not p.startswith("indices") for p in expected)
     got = {p["path"]: p for p in result["problems"]}
     assert sorted(got) == sorted(expected)
     assert len(result["problems"]) == len(expected)  # no path twice
@@ -226,3 +228,24 @@ def test_verdicts_agree_with_a_real_spawn_start(capsys):
 def test_every_verdict_agrees_with_a_real_spawn_start(capsys):
     """Every unsafe loader really fails to start under spawn, and every safe one starts."""
     _agree_with_real_start(capsys, sorted(UNSAFE) + SAFE)
+
+
+def test_drawing_the_first_indices_leaves_the_random_streams_alone():
+    import random
+
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader
+
+    from harness._diagnose import diagnose
+
+    loader = DataLoader(list(range(32)), batch_size=4, shuffle=True, num_workers=2)
+    torch.manual_seed(5)
+    random.seed(5)
+    np.random.seed(5)
+    expected = (torch.rand(3).tolist(), random.random(), np.random.rand())
+    torch.manual_seed(5)
+    random.seed(5)
+    np.random.seed(5)
+    assert diagnose(loader).safe
+    assert (torch.rand(3).tolist(), random.random(), np.random.rand()) == expected
