@@ -512,7 +512,7 @@ def _join(threads: list[threading.Thread], timeout: float | None = None) -> None
 def run_cells(specs: list[CellSpec], runner_id: str, jobs: int,
               on_done: Callable[[dict], None] | None = None,
               stop: threading.Event | None = None, *, isolation: str | None = "auto",
-              template: Template | None = None) -> list[dict]:
+              template: Template | None = None, park_idle: bool = True) -> list[dict]:
     """Run ``specs`` in their given order, ``jobs`` at a time; ``on_done(record)`` after each cell.
 
     A cell holds one of ``jobs`` permits while it runs; a cell that goes idle (see
@@ -529,6 +529,8 @@ def run_cells(specs: list[CellSpec], runner_id: str, jobs: int,
             ``template`` is given.
         template: a started :class:`~harness._template.Template` to fork cells from; the
             caller closes it. Without one, a warm run starts and closes its own.
+        park_idle: let an idle cell hand its permit on (see :class:`Slot`); ``False`` keeps
+            at most ``jobs`` cells alive at any time (``jobs=1``: strictly one after another).
 
     On ``KeyboardInterrupt`` (or when ``stop`` is set) no new cell starts, running cells are
     killed with their trees (and an own template with its children) and are not recorded, and
@@ -548,7 +550,8 @@ def run_cells(specs: list[CellSpec], runner_id: str, jobs: int,
         try:
             if stop.is_set():
                 return
-            rec = run_one(spec, runner_id, template=template, stop=stop, slot=slot)
+            rec = run_one(spec, runner_id, template=template, stop=stop,
+                          slot=slot if park_idle else None)
             if stop.is_set():
                 return
             with lock:
