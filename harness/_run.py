@@ -191,10 +191,14 @@ def run_catalogue(
             save(complete=False)
 
     def interrupt(signum, frame):  # noqa: ARG001
+        # The first signal stops the run; more signals while it cleans up (a second Ctrl-C)
+        # are ignored, so the cleanup that kills every cell and writes the shard completes.
+        if stop.is_set():
+            return
         stop.set()
         raise KeyboardInterrupt
 
-    handled = (signal.SIGTERM,) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
+    handled = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
     old_handlers = {}
     if threading.current_thread() is threading.main_thread():
         old_handlers = {sig: signal.signal(sig, interrupt) for sig in handled}

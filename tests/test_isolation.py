@@ -277,3 +277,17 @@ def test_whole_catalogue_same_outcomes_warm_and_fresh():
     differ = [(k, (warm[k]["outcome"], warm[k]["kind"]), (fresh[k]["outcome"], fresh[k]["kind"]))
               for k in warm if (warm[k]["outcome"], warm[k]["kind"]) != (fresh[k]["outcome"], fresh[k]["kind"])]
     assert differ == []
+
+
+def test_a_template_that_cannot_start_leaves_cells_to_fresh_interpreters(tmp_path, capsys):
+    # A torch that fails to import kills the template during its imports; the cell itself
+    # gets the real environment, so it runs (fresh) and passes.
+    (tmp_path / "torch.py").write_text("raise ImportError('no torch in this template')\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    cases = select(discover(Path(__file__).parent / "fixture_cases").cases, ["fixture-good"])
+    with Template(env=env) as tpl:
+        records = run_cells(plan(cases, ["fork"], 60), "test", 1, template=tpl)
+        assert tpl.failed
+    assert [(r["outcome"], r["exit_code"]) for r in records] == [("pass", 0)]
+    err = capsys.readouterr().err
+    assert "warm template failed" in err and "no torch in this template" in err
