@@ -315,9 +315,11 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
             child = template.fork(argv=["-m", *args], env=env, cwd=str(workdir),
                                   stdout=str(stdout_path), stderr=str(stderr_path))
         except TemplateError as exc:
+            shutil.rmtree(workdir, ignore_errors=True)
+            if stop is not None and stop.is_set():  # the run is being interrupted: start nothing
+                return CellRun(Observation(None, False, None, ""), 0.0, 0, 0, 0, 0, [])
             template.failed = True
             _warn_once(f"warm template failed ({exc}); cells start fresh interpreters from now on")
-            shutil.rmtree(workdir, ignore_errors=True)
             return launch_cell(spec, stop=stop, slot=slot)
     else:
         kwargs: dict = {}
@@ -360,7 +362,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
     _unregister(child.pid)
     if isinstance(child, _FreshChild):
         child.close()
-    if child.lost and template is not None:
+    if child.lost and template is not None and not (stop is not None and stop.is_set()):
         template.failed = True
         _warn_once("warm template died; cells start fresh interpreters from now on")
         shutil.rmtree(workdir, ignore_errors=True)
