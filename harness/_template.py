@@ -492,6 +492,9 @@ class Template:
 
         Probed once per ``PYTHONPATH`` with a real fresh interpreter, which applies ``site``
         and ``.pth`` files exactly as a fresh cell's interpreter does.
+
+        Raises:
+            TemplateError: the probe failed.
         """
         key = env.get("PYTHONPATH", "")
         with self._lock:
@@ -502,9 +505,11 @@ class Template:
         try:
             out = subprocess.run([sys.executable, "-m", "harness._template", "--probe"], env=env,
                                  cwd=probe_dir, capture_output=True, text=True, timeout=60, check=True)
+            data = json.loads(out.stdout)
+        except (OSError, subprocess.SubprocessError, ValueError) as exc:
+            raise TemplateError(f"cannot probe a fresh interpreter's sys.path: {exc}") from None
         finally:
             os.rmdir(probe_dir)
-        data = json.loads(out.stdout)
         path = [_CWD if p == data["cwd"] else p for p in data["path"]]
         with self._lock:
             self._paths[key] = path
