@@ -62,7 +62,11 @@ class Progress:
         self._next_ci = CI_STEP
 
     def eta_s(self) -> float | None:
-        """Seconds left by the expected work still to do and the work rate so far."""
+        """Seconds left: the expected work still to do at the work rate so far.
+
+        Before the first cell ends, the expected work over ``jobs``; ``None`` with nothing
+        expected.
+        """
         elapsed = time.monotonic() - self._t0
         left = max(0.0, self.work_total - self.work_done)
         if self.work_done <= 0 or elapsed <= 0:
@@ -72,17 +76,28 @@ class Progress:
     def __enter__(self) -> Progress:
         self._t0 = time.monotonic()
         if self.interactive:
-            from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+            from rich.console import Console
+            from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
+            from rich.text import Text
+
+            outer = self
+
+            class _Eta(ProgressColumn):
+                """The ETA, recomputed at every refresh (it grows while a long cell runs)."""
+
+                def render(self, task) -> Text:  # noqa: ARG002 - one task
+                    eta = outer.eta_s()
+                    return Text(f"ETA {_clock(eta) if eta is not None else '?'}", style="cyan")
 
             self._bar = RichProgress(
                 TextColumn("[bold]cells"), BarColumn(), TextColumn("{task.fields[cells]}"),
-                TimeElapsedColumn(), TextColumn("ETA {task.fields[eta]}"),
-                TextColumn("{task.description}"), transient=False, refresh_per_second=4,
+                TimeElapsedColumn(), _Eta(), TextColumn("{task.description}", markup=False),
+                transient=False, refresh_per_second=4, console=Console(stderr=True),
             )
             self._bar.__enter__()
             self._task = self._bar.add_task("", total=max(self.work_total, 1e-9),
-                                            cells=f"{self.done}/{self.total}", eta="?")
+                                            cells=f"{self.done}/{self.total}")
         return self
 
     def advance(self, rec: dict, expected_s: float = 1.0) -> None:
@@ -93,9 +108,9 @@ class Progress:
         eta_text = _clock(eta) if eta is not None else "?"
         if self._bar is not None:
             self._bar.update(self._task, completed=self.work_done, description=_line(rec),
-                             cells=f"{self.done}/{self.total}", eta=eta_text)
+                             cells=f"{self.done}/{self.total}")
             if not rec["matches"]:
-                self._bar.console.print(f"[red]{_line(rec)}")
+                self._bar.console.print(_line(rec), style="red", markup=False, highlight=False)
         elif self.ci:
             if not rec["matches"]:
                 print(f"[{self.done}/{self.total}] {_line(rec)}", file=sys.stderr, flush=True)

@@ -96,3 +96,30 @@ def test_ci_output_is_quiet(tmp_path):
     assert _order(proc.stderr) == []  # no line per matching cell
     assert "\x1b[" not in proc.stderr + proc.stdout  # no terminal control codes
     assert len(proc.stdout.strip().splitlines()) == 1 and "2 cells" in proc.stdout
+
+
+def test_a_terminal_gets_a_progress_bar_with_eta(tmp_path):
+    pty = __import__("pty")
+    master, slave = pty.openpty()
+    env = dict(os.environ, COLUMNS="160")
+    env.pop("CI", None)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--catalogue", str(FIXTURES),
+                             "--cases", "fixture-good", "--methods", "in-process", "fork",
+                             "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO once the child side is closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(master)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0
+    assert "2/2" in shown and "ETA" in shown
+    assert "fixture-good [fork]" in shown or "fixture-good [in-process]" in shown  # markup-safe
+    assert _order(shown) == []  # the bar replaces the per-cell lines
