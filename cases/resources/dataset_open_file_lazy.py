@@ -34,4 +34,8 @@ class LazyRecordFile(Dataset):
 
 def run(cell):
     ds = LazyRecordFile(make_records_file(16), 16)
-    cell.check(DataLoader(ds, batch_size=4, num_workers=cell.num_workers), squares(16))
+    try:
+        cell.check(DataLoader(ds, batch_size=4, num_workers=cell.num_workers), squares(16))
+    finally:
+        if ds.f is not None:  # opened here only by the in-process control
+            ds.f.close()
