@@ -1,7 +1,7 @@
 """Broken cases: a case that fails its own in-process control, or whose module does not import,
 is reported as a broken case naming its file, and every other case still runs.
 
-Real cells (in-process and fork) of a temporary catalogue passed with ``--catalogue``.
+Real cells (in-process and fork, or spawn where fork does not exist) of a temporary catalogue passed with ``--catalogue``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+from harness._policy import available_methods
+
+# A worker method this platform has (fork where it exists: the quickest).
+WORKER = "fork" if "fork" in available_methods() else "spawn"
 ALL_PASS = '{"in-process": "pass", "fork": "pass", "spawn": "pass", "forkserver": "pass"}'
 
 
@@ -58,7 +62,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 def test_broken_cases_are_named_once_and_the_rest_still_runs(tmp_path):
     cat = _catalogue(tmp_path)
     out = tmp_path / "shards"
-    proc = _run("--catalogue", str(cat), "--methods", "in-process", "fork", "--out", str(out))
+    proc = _run("--catalogue", str(cat), "--methods", "in-process", WORKER, "--out", str(out))
     # An unreadable module (syntax.py) is an input error: exit 2, after the other cases ran.
     assert proc.returncode == 2, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if not ln.startswith("[")]
@@ -74,8 +78,8 @@ def test_broken_cases_are_named_once_and_the_rest_still_runs(tmp_path):
 
     (shard_path,) = out.glob("*.json")
     results = {(r["case"], r["method"]): r for r in json.loads(shard_path.read_text())["results"]}
-    assert set(results) == {(c, m) for c in ("t-ok", "t-raises", "t-badimport") for m in ("in-process", "fork")}
-    for m in ("in-process", "fork"):
+    assert set(results) == {(c, m) for c in ("t-ok", "t-raises", "t-badimport") for m in ("in-process", WORKER)}
+    for m in ("in-process", WORKER):
         assert results[("t-ok", m)]["outcome"] == "pass" and results[("t-ok", m)]["matches"]
         assert not results[("t-ok", m)]["broken"]
         assert results[("t-raises", m)]["broken"] and not results[("t-raises", m)]["matches"]
@@ -87,7 +91,7 @@ def test_a_module_that_does_not_import_is_broken_under_any_method(tmp_path):
     cat = _catalogue(tmp_path)
     (cat / "syntax.py").unlink()
     out = tmp_path / "shards"
-    proc = _run("--catalogue", str(cat), "--cases", "t-badimport", "t-ok", "--methods", "fork", "--out", str(out))
+    proc = _run("--catalogue", str(cat), "--cases", "t-badimport", "t-ok", "--methods", WORKER, "--out", str(out))
     assert proc.returncode == 1, proc.stderr
     assert sum("broken case 't-badimport'" in ln for ln in proc.stderr.splitlines()) == 1
     (shard_path,) = out.glob("*.json")
