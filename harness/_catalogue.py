@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import importlib.util
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,6 +120,29 @@ def _literal(node: ast.AST, path: Path):
     return ast.literal_eval(node)
 
 
+def _check_types(meta: dict, path: Path) -> None:
+    """Raise :class:`CatalogueError` naming ``path`` for a ``CASE`` field of the wrong type."""
+    def fail(key: str, want: str) -> None:
+        raise CatalogueError(f"{path}: CASE[{key!r}] must be {want}, got {type(meta[key]).__name__}")
+
+    for key in ("id", "family", "title", "why"):
+        if not isinstance(meta[key], str) or not meta[key].strip():
+            fail(key, "a non-empty string")
+    if not isinstance(meta["sources"], (list, tuple)) or not all(isinstance(x, str) for x in meta["sources"]):
+        fail("sources", "a list of strings")
+    if not isinstance(meta.get("expect_kind", {}), dict):
+        fail("expect_kind", "a dict of method to kind")
+    if meta.get("fix") is not None and not isinstance(meta["fix"], str):
+        fail("fix", "a case id string")
+    requires = meta.get("requires", ())
+    if not isinstance(requires, (list, tuple)) or not all(isinstance(x, str) for x in requires):
+        fail("requires", "a list of strings")
+    timeout = meta.get("timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
+        raise CatalogueError(f"{path}: CASE['timeout_s'] must be a number of seconds > 0, got {timeout!r}")
+
+
 def _read_case(path: Path, root: Path) -> Case | None:
     """Parse one module; ``None`` when it declares no ``CASE``."""
     rel = path.relative_to(root)
@@ -136,13 +160,15 @@ def _read_case(path: Path, root: Path) -> Case | None:
         return None
     try:
         meta = _literal(node, path)
-    except (ValueError, TypeError, SyntaxError) as exc:
-        raise CatalogueError(f"{path}: CASE must be a literal dict ({exc})") from None
+    except (ValueError, TypeError, SyntaxError):
+        raise CatalogueError(f"{path}: CASE must be a literal dict (strings, numbers, lists, dicts; "
+                             "no names or calls)") from None
     if not isinstance(meta, dict):
         raise CatalogueError(f"{path}: CASE must be a dict, got {type(meta).__name__}")
     missing = [k for k in REQUIRED if k not in meta]
     if missing:
         raise CatalogueError(f"{path}: CASE lacks {', '.join(missing)}")
+    _check_types(meta, path)
     expect = meta["expect"]
     if not isinstance(expect, dict) or set(expect) != set(METHODS):
         raise CatalogueError(f"{path}: CASE['expect'] must give an outcome for each of {', '.join(METHODS)}")

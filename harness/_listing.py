@@ -12,7 +12,8 @@ __all__ = ["list_cases"]
 
 
 def list_cases(as_json: bool = False, catalogue_dir: Path | None = None) -> int:
-    """Print the cases; 2 when the catalogue cannot be read, else 0 (bad modules are named)."""
+    """Print the cases; 0 when every module was read, 2 when any could not be (each is named on
+    stderr in one line, and the readable cases are still listed)."""
     try:
         cat = discover(catalogue_dir)
     except CatalogueError as exc:
@@ -23,7 +24,7 @@ def list_cases(as_json: bool = False, catalogue_dir: Path | None = None) -> int:
     if as_json:
         json.dump([c.to_json() for c in cat.cases], sys.stdout, indent=1)
         print()
-        return 0
+        return 2 if cat.errors else 0
     from rich.console import Console
     from rich.table import Table
 
@@ -33,4 +34,4 @@ def list_cases(as_json: bool = False, catalogue_dir: Path | None = None) -> int:
     for c in sorted(cat.cases, key=lambda c: (c.family, c.id)):
         table.add_row(c.id, c.family, c.expect["fork"], c.expect["spawn"], c.expect["forkserver"], c.fix or "")
     Console(width=None if sys.stdout.isatty() else 200).print(table)
-    return 0
+    return 2 if cat.errors else 0

@@ -72,7 +72,11 @@ def _merge(state: dict) -> int | None:
 
 def _write(state: dict) -> int | None:
     out: Path = state["out_dir"]
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _say(f"--out {out}: cannot create the report directory ({exc.strerror or exc})")
+        return 2
     matrix = state["matrix"]
     write_json_atomic(out / "matrix.json", matrix)
     _write_bytes(out / "COMPATIBILITY.md", render_markdown(matrix).encode("utf-8"))

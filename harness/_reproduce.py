@@ -19,7 +19,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from harness._catalogue import Case, default_catalogue_dir
 from harness._classify import Verdict, classify
 from harness._outcomes import METHODS
 from harness._policy import available_methods, resolve_method_alias
-from harness._runner import DEFAULT_WORKERS, CellSpec, launch_cell
+from harness._runner import DEFAULT_WORKERS, CellSpec, kill_live_cells, launch_cell
 
 __all__ = ["Reproduction", "ScriptSpec", "hint_for", "reproduce", "reproduce_command", "resolve_method"]
 
@@ -280,11 +282,26 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
 def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,
                       as_json: bool = False, argv: list[str] | tuple[str, ...] = ()) -> int:
     """``harness reproduce``: print the result; return 0 on pass, 1 otherwise, 2 on a usage error."""
+    def interrupt(signum, frame):  # noqa: ARG001 - Ctrl-C or SIGTERM: stop, then clean up below
+        signal.signal(signum, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        old = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         result = reproduce(script, method=method, timeout_s=timeout_s, argv=argv)
     except (FileNotFoundError, ValueError) as exc:
         print(f"harness reproduce: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # The script runs in its own session, so the terminal's Ctrl-C never reaches it.
+        kill_live_cells()
+        print(f"harness reproduce: interrupted; {script} and its workers were stopped", file=sys.stderr)
+        return 130
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -135,6 +135,12 @@ def run_catalogue(
     if not cases:
         print("harness run: no cases selected", file=sys.stderr)
         return 2
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"harness run: --out {out_dir}: cannot create the shard directory ({exc.strerror or exc})",
+              file=sys.stderr)
+        return 2
     jobs = jobs or _usable_cpus()
     runner = runner_info(isolation=mode, timeout_s=timeout_s)
     shard_path = Path(out_dir) / shard_filename(runner)

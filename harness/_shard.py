@@ -103,6 +103,7 @@ def write_json_atomic(path: Path, data: dict) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, ensure_ascii=False)
             f.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be read by others
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -54,7 +54,7 @@ def test_broken_case_module_is_named_and_others_still_list(tmp_path):
     (cat / "__init__.py").write_text("")
     (cat / "broken.py").write_text("CASE = {'id': 'x',\n")
     proc = run("list", "--json", "--catalogue", str(cat))
-    assert proc.returncode == 0
+    assert proc.returncode == 2
     assert json.loads(proc.stdout) == []
     (line,) = proc.stderr.strip().splitlines()
     assert "broken.py" in line and "syntax error" in line
