@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -126,7 +127,8 @@ def run_spec(spec: dict) -> dict:
     original_show = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
-        text = f"{category.__name__}: {message}"
+        # The cell's own temp folder differs on every run; keep reports stable between runs.
+        text = f"{category.__name__}: {message}".replace(tempfile.gettempdir(), "$TMPDIR")
         if text not in seen:
             seen.append(text)
         original_show(message, category, filename, lineno, file, line)

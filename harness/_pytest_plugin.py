@@ -49,6 +49,7 @@ def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosi
             its type, the pickler's message and the matching catalogue case and fix.
         ValueError: ``method`` is unknown or resolves to ``fork``.
     """
+    __tracebackhide__ = True  # pytest shows the assertion, not this function's source
     from harness._diagnose import diagnose, fix_description
 
     result = diagnose(loader_or_dataset, method=method)

@@ -78,8 +78,9 @@ def runner_label(runner: dict) -> str:
 
 def md_escape(text: str) -> str:
     """Escape text for a Markdown table cell (``|``, ``<``, ``>``, backslash, newlines)."""
+    # "__main__" would otherwise render as bold "main".
     return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("\r", " ").replace("\n", " "))
+            .replace("__", "\\_\\_").replace("\r", " ").replace("\n", " "))
 
 
 def fmt_seconds(value: float | None) -> str:

@@ -51,6 +51,9 @@ def append_summary(matrix: dict, path: Path, limit_bytes: int = SUMMARY_LIMIT_BY
 
 
 def _load(state: dict) -> int | None:
+    if not Path(state["shard_dir"]).is_dir():
+        _say(f"--shards {state['shard_dir']}: shard directory does not exist; run 'harness run' first")
+        return 2
     shards, rejected = load_shards(state["shard_dir"])
     for line in rejected:
         _say(f"rejected {line}")

@@ -41,6 +41,8 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path):
         (["run", "--cases", "no-such-case"], "--cases: 'no-such-case' matches no case"),
         (["run", "--families", "nope"], "--families: unknown family 'nope'"),
         (["run", "--timeout", "-3"], "--timeout"),
+        (["run", "--timeout", "nan"], "--timeout"),
+        (["report", "--shards", str(tmp_path / "none")], "shard directory does not exist"),
     ]:
         proc = run(*args)
         assert proc.returncode == 2, (args, proc.stderr)
