@@ -166,6 +166,7 @@ def test_sigterm_leaves_a_partial_shard_and_no_process_then_resume_finishes_it(c
     for key, rec in before.items():
         assert after[key] == rec, key  # finished cells were kept, not run again
     assert final["runner"]["started_utc"] == partial["runner"]["started_utc"]
+    assert final["runner"]["isolation"] == partial["runner"]["isolation"] == "warm"
     assert _leftovers(mark2) == []
 
     mark3 = uuid.uuid4().hex
