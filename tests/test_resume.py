@@ -197,3 +197,27 @@ def test_resume_needs_a_shard_and_the_same_options(catalogue, tmp_path):
     _, err = again.communicate(timeout=120)
     assert again.returncode == 2
     assert "isolation" in err and "--resume" in err
+
+
+def test_even_a_killed_harness_leaves_no_cell_behind_when_warm(tmp_path):
+    # SIGKILL gives the harness no chance to clean up; the template sees its control socket
+    # close and kills every cell's process group (workers, forkserver, resource tracker).
+    mark = uuid.uuid4().hex
+    env = dict(os.environ, HARNESS_TEST_MARK=mark, CI="true")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--catalogue", str(Path(__file__).parent / "fixture_cases"),
+         "--cases", "fixture-hang", "--methods", "fork", "spawn", "--timeout", "60", "--out", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        # harness, template, two cells and at least two workers
+        if len(processes_with_env("HARNESS_TEST_MARK", mark)) >= 6:
+            break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        raise AssertionError("the cells never started")
+    proc.kill()
+    proc.wait()
+    assert _leftovers(mark, grace=10) == []
