@@ -16,6 +16,7 @@ import ast
 import fnmatch
 import importlib.util
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,10 @@ class Case:
         root: the directory to put on ``sys.path`` so ``module`` imports.
         requires: preconditions such as ``"cuda"``; a cell that lacks one is ``skipped``.
         timeout_s: per-cell timeout override in seconds, or ``None`` for the run's default.
+        expect_when: expectations that differ where a condition holds, applied in order over
+            ``expect``/``expect_kind`` (see :meth:`expectation`); each is
+            ``{"python": ">=3.14" | "<=3.13" | ..., "sharing_strategy": "file_system",
+            "expect": {method: outcome}, "expect_kind": {method: kind}}``.
     """
 
     id: str
@@ -65,6 +70,25 @@ class Case:
     script: bool = False
     requires: tuple[str, ...] = ()
     timeout_s: float | None = None
+    expect_when: tuple[dict, ...] = ()
+
+    def expectation(self, python: tuple[int, int], sharing_strategy: str) -> tuple[dict[str, str], dict[str, str]]:
+        """``(expect, expect_kind)`` on a runner with this ``python`` (major, minor) and torch
+        ``sharing_strategy``, after every matching ``expect_when`` entry.
+
+        An entry that sets a method's outcome drops that method's expected kind unless it
+        gives one. Example: a dataset holding an ``itertools`` iterator pickles up to Python
+        3.13 and fails from 3.14, where pickling support for ``itertools`` was removed.
+        """
+        expect, kinds = dict(self.expect), dict(self.expect_kind)
+        for entry in self.expect_when:
+            if not _condition_holds(entry, python, sharing_strategy):
+                continue
+            for method, outcome in entry.get("expect", {}).items():
+                expect[method] = outcome
+                kinds.pop(method, None)
+            kinds.update(entry.get("expect_kind", {}))
+        return expect, kinds
 
     @property
     def bad(self) -> bool:
@@ -82,6 +106,7 @@ class Case:
             "expect_kind": dict(self.expect_kind),
             "fix": self.fix,
             "sources": list(self.sources),
+            "expect_when": [dict(e) for e in self.expect_when],
             "script": self.script,
             "requires": list(self.requires),
             "module": self.module,
@@ -118,6 +143,48 @@ def _literal(node: ast.AST, path: Path):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
         return {kw.arg: _literal(kw.value, path) for kw in node.keywords}
     return ast.literal_eval(node)
+
+
+_PYTHON_CONDITION = re.compile(r"^(>=|<=|==|>|<)\s*3\.(\d+)$")
+_CONDITION_KEYS = {"python", "sharing_strategy", "expect", "expect_kind"}
+SHARING_STRATEGIES = ("file_descriptor", "file_system")
+
+
+def _condition_holds(entry: dict, python: tuple[int, int], sharing_strategy: str) -> bool:
+    if "sharing_strategy" in entry and entry["sharing_strategy"] != sharing_strategy:
+        return False
+    if "python" in entry:
+        m = _PYTHON_CONDITION.match(entry["python"].strip())
+        assert m is not None  # checked when the case was read
+        op, minor = m.group(1), int(m.group(2))
+        have = python[1] if python[0] == 3 else 99
+        return {">=": have >= minor, "<=": have <= minor, "==": have == minor,
+                ">": have > minor, "<": have < minor}[op]
+    return True
+
+
+def _check_expect_when(meta: dict, path: Path) -> None:
+    """Raise :class:`CatalogueError` naming ``path`` for a malformed ``CASE['expect_when']``."""
+    entries = meta.get("expect_when", [])
+    where = f"{path}: CASE['expect_when']"
+    if not isinstance(entries, (list, tuple)):
+        raise CatalogueError(f"{where} must be a list of dicts")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise CatalogueError(f"{where}[{i}] must be a dict")
+        unknown = sorted(set(entry) - _CONDITION_KEYS)
+        if unknown:
+            raise CatalogueError(f"{where}[{i}] has unknown keys: {', '.join(unknown)}")
+        if "python" not in entry and "sharing_strategy" not in entry:
+            raise CatalogueError(f"{where}[{i}] needs a condition: 'python' or 'sharing_strategy'")
+        if "python" in entry and not (isinstance(entry["python"], str) and _PYTHON_CONDITION.match(entry["python"].strip())):
+            raise CatalogueError(f"{where}[{i}]['python'] must look like '>=3.14', got {entry['python']!r}")
+        if "sharing_strategy" in entry and entry["sharing_strategy"] not in SHARING_STRATEGIES:
+            raise CatalogueError(f"{where}[{i}]['sharing_strategy'] must be one of {', '.join(SHARING_STRATEGIES)}")
+        for key, allowed in (("expect", OUTCOMES), ("expect_kind", KINDS)):
+            part = entry.get(key, {})
+            if not isinstance(part, dict) or any(m not in METHODS or v not in allowed for m, v in part.items()):
+                raise CatalogueError(f"{where}[{i}]['{key}'] must map start methods to known values, got {part!r}")
 
 
 def _check_types(meta: dict, path: Path) -> None:
@@ -169,6 +236,7 @@ def _read_case(path: Path, root: Path) -> Case | None:
     if missing:
         raise CatalogueError(f"{path}: CASE lacks {', '.join(missing)}")
     _check_types(meta, path)
+    _check_expect_when(meta, path)
     expect = meta["expect"]
     if not isinstance(expect, dict) or set(expect) != set(METHODS):
         raise CatalogueError(f"{path}: CASE['expect'] must give an outcome for each of {', '.join(METHODS)}")
@@ -197,6 +265,7 @@ def _read_case(path: Path, root: Path) -> Case | None:
         script=is_script,
         requires=tuple(meta.get("requires", ())),
         timeout_s=meta.get("timeout_s"),
+        expect_when=tuple(dict(e) for e in meta.get("expect_when", ())),
         module=module,
         path=path.resolve(),
         root=root.parent.resolve(),

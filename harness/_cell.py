@@ -145,6 +145,12 @@ def run_spec(spec: dict) -> dict:
 
     from cases import _support  # the catalogue's support module, inside the cell only
 
+    strategy = os.environ.get("HARNESS_SHARING_STRATEGY")
+    if strategy:  # a platform profile's strategy (a warm cell imported torch before its hook ran)
+        import torch.multiprocessing
+
+        torch.multiprocessing.set_sharing_strategy(strategy)
+
     cell = _support.current_cell()
     warnings.simplefilter("always")
     warnings.showwarning = show

@@ -14,7 +14,18 @@ import re
 import signal
 from dataclasses import dataclass
 
-__all__ = ["Observation", "Verdict", "classify", "decisive_stderr_line"]
+__all__ = [
+    "CLASSIFIER_VERSION",
+    "EVIDENCE_CHARS",
+    "Observation",
+    "Verdict",
+    "classify",
+    "classify_traceback",
+    "decisive_stderr_line",
+    "evidence_of",
+    "exit_status_name",
+    "reclassify",
+]
 
 
 @dataclass
@@ -45,10 +56,26 @@ class Verdict:
     root_cause: str
 
 
-# (kind, pattern) in priority order; the first pattern found in the text decides.
+#: Bumped whenever a rule below changes what a verdict would be; a result record names the
+#: version that made its verdict, and :func:`reclassify` re-derives older ones from their evidence.
+CLASSIFIER_VERSION = 2
+
+# (kind, pattern) in priority order; the first pattern found in the text decides. Each pattern
+# holds every wording we have seen for that mechanism, from Python 3.8 to 3.14, Linux, macOS,
+# Windows and notebooks (tests/data/stderr/, tests/data/tracebacks/):
+#   * pickle: 3.8-3.12 "Can't pickle local object 'f.<locals>.g'", 3.13 "Can't get local object
+#     'f.<locals>.g'", 3.14 "Can't pickle local object <function f.<locals>.g at 0x...>" (a
+#     PicklingError), "cannot pickle 'X' object" (<= 3.13) and "cannot pickle 'X' instances"
+#     (3.14), "attribute lookup X on M failed" (<= 3.13) and "it's not found as M.X" /
+#     "it's not the same object as M.X" (3.14), Python 2-era "can't pickle X objects".
+#   * main-attribute: "Can't get attribute 'f' on <module '__mp_main__' ...>" (<= 3.13) and
+#     "module '__mp_main__' has no attribute 'f'" (3.14); '__main__' in notebooks and REPLs.
 _KIND_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("bootstrap", re.compile(r"before the current process\s+has finished its bootstrapping phase|bootstrapping phase")),
-    ("main-attribute", re.compile(r"Can't get attribute '[^']+' on <module '__(?:mp_)?main__'")),
+    ("bootstrap", re.compile(r"before the current process\s+has finished its\s+bootstrapping\s+phase|"
+                             r"has finished its bootstrapping phase|bootstrapping phase")),
+    ("main-attribute", re.compile(
+        r"Can't get attribute '[^']+' on <module '__(?:mp_)?main__'|"
+        r"module '__(?:mp_)?main__' has no attribute '[^']+'")),
     ("context-mix", re.compile(r"SemLock created in a \w+ context is being shared with a process in a \w+ context|"
                                r"A SemLock created in a fork context")),
     ("cuda-reinit", re.compile(r"Cannot re-initialize CUDA in forked subprocess")),
@@ -58,18 +85,46 @@ _KIND_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("fd-limit", re.compile(r"received 0 items of ancdata|Too many open files")),
     ("pickle", re.compile(
         r"Can't pickle local object|Can't pickle <|Can't get local object|"
-        r"cannot pickle '[^']+' object|[Cc]an't pickle|attribute lookup \S+ on \S+ failed|"
-        r"PicklingError|is not picklable|cannot be pickled|Pickling an AuthenticationString")),
+        r"cannot pickle '[^']+' (?:object|instances)|[Cc]an't pickle|attribute lookup \S+ on \S+ failed|"
+        r"it's not (?:found as|the same object as) [\w.<>]+|"
+        r"PicklingError|is not picklable|cannot be pickled|Pickling an AuthenticationString|"
+        r"ctypes objects containing pointers cannot be pickled")),
 ]
 
+#: Exceptions the parent raises when a worker (or the forkserver) vanished: never the root
+#: cause when a worker left its own error in stderr. ``EOFError: Ran out of input`` is what a
+#: spawn child on Windows prints when the parent failed to pickle what it had to send.
+_SECONDARY = re.compile(
+    r"^(?:[\w.]+\.)?(?:ConnectionResetError|BrokenPipeError|ConnectionRefusedError|ConnectionAbortedError|"
+    r"EOFError|FileNotFoundError|OSError: \[Errno (?:32|104|111)\])\b|Ran out of input|"
+    r"Connection reset by peer|Broken pipe")
+
 _WORKER_EXITED = re.compile(r"DataLoader worker \(pid\(s\)? [^)]*\) exited unexpectedly|exited unexpectedly with exit code")
-_WORKER_SIGNAL = re.compile(r"DataLoader worker \(pid \d+\) is killed by signal: ([^.\n]+)")
+_WORKER_SIGNAL = re.compile(r"DataLoader worker \(pid:? ?\d+\) is killed by signal: ([^.\n]+)")
 # torch's worker signal handlers print "ERROR: Unexpected segmentation fault encountered in worker."
 # (torch/csrc/DataLoader.cpp); faulthandler prints "Fatal Python error: Segmentation fault".
-_FATAL = re.compile(r"ERROR: Unexpected [\w -]+ encountered in worker\.|Fatal Python error: [^\n]+")
+_FATAL = re.compile(r"ERROR: Unexpected [\w -]+ encountered in worker\.|Fatal Python error: [^\n]+|"
+                    r"DataLoader worker \(pid:? ?\d+\) is killed by signal: [^.\n]+")
+# "exited unexpectedly with exit code 3221225477": on Windows a process that crashed ends with an
+# NTSTATUS code (winnt.h / ntstatus.h), not a negative signal number.
+_EXIT_CODE = re.compile(r"exited unexpectedly with exit code (-?\d+)")
+_NTSTATUS = {
+    0xC0000005: "STATUS_ACCESS_VIOLATION",
+    0xC00000FD: "STATUS_STACK_OVERFLOW",
+    0xC0000409: "STATUS_STACK_BUFFER_OVERRUN",
+    0xC0000374: "STATUS_HEAP_CORRUPTION",
+    0xC000013A: "STATUS_CONTROL_C_EXIT",
+    0xC0000017: "STATUS_NO_MEMORY",
+    0xC000001D: "STATUS_ILLEGAL_INSTRUCTION",
+    0xC0000094: "STATUS_INTEGER_DIVIDE_BY_ZERO",
+    0xC0000135: "STATUS_DLL_NOT_FOUND",
+    0xC0000142: "STATUS_DLL_INIT_FAILED",
+}
 _WORKER_CAUGHT = re.compile(r"Caught (\w+) in DataLoader worker process \d+")
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(?:\w*Error|\w*Exception|\w*Warning|KeyboardInterrupt|SystemExit)\b.*$|"
                        r"^_pickle\.PicklingError.*$")
+#: The kinds a worker's stderr can establish on its own.
+_WORKER_KINDS = ("bootstrap", "main-attribute", "pickle", "context-mix", "cuda-reinit", "daemonic", "fd-limit")
 
 
 def _first_line(text: str) -> str:
@@ -79,14 +134,41 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def _is_source_line(lines: list[str], idx: int) -> bool:
+    """Whether ``lines[idx]`` is a source line quoted in a traceback (below a ``File "..."`` line)."""
+    return idx > 0 and lines[idx][:1].isspace() and lines[idx - 1].strip().startswith('File "')
+
+
+def _exception_block(lines: list[str], idx: int) -> str:
+    """The exception line that opens the message matched at ``lines[idx]``, joined with the
+    lines up to ``idx`` (a multi-line message such as the bootstrapping ``RuntimeError``
+    matches on a later line; its exception line is at most four lines above)."""
+    for back in range(idx, max(-1, idx - 5), -1):
+        if _EXC_LINE.match(lines[back].strip()):
+            return " ".join(x.strip() for x in lines[back : idx + 1] if x.strip())
+    return lines[idx].strip()
+
+
 def _kind_of(text: str) -> tuple[str | None, str | None]:
-    """The first matching kind, and the line it matched on."""
+    """The first kind (in priority order) whose pattern occurs in ``text``, and its decisive line.
+
+    Lines quoted from source code in a traceback (``raise PicklingError(...)``) are not
+    evidence; among the matching lines, an exception line is preferred to a mere mention.
+    """
+    lines = text.splitlines()
     for kind, pat in _KIND_PATTERNS:
-        m = pat.search(text)
-        if m:
-            start = text.rfind("\n", 0, m.start()) + 1
-            end = text.find("\n", m.end())
-            return kind, text[start : end if end != -1 else None].strip()
+        hits = [i for i, line in enumerate(lines) if pat.search(line) and not _is_source_line(lines, i)]
+        if not hits and pat.search(text):  # a pattern that spans lines
+            m = pat.search(text)
+            assert m is not None
+            hits = [text.count("\n", 0, m.end())]
+        if not hits:
+            continue
+        blocks = [_exception_block(lines, i) for i in hits]
+        for block in blocks:
+            if _EXC_LINE.match(block):
+                return kind, block
+        return kind, blocks[0]
     return None, None
 
 
@@ -94,26 +176,21 @@ def decisive_stderr_line(stderr: str) -> tuple[str | None, str]:
     """The worker's own decisive error from ``stderr``: ``(kind or None, line)``.
 
     Looks for a known mechanism first (bootstrapping phase, ``Can't get attribute``, ...),
-    then for the last exception line of the last traceback. Returns ``(None, "")`` when
-    stderr holds no error.
+    then for the last exception line that is not a secondary one (a broken pipe or a reset
+    connection to a process that already died), then for any last exception line. Returns
+    ``(None, "")`` when stderr holds no error.
     """
     kind, line = _kind_of(stderr)
     if kind:
-        # A multi-line message (the bootstrapping RuntimeError) matches on a later line; start
-        # the root cause at the exception line that opens it, up to three lines above.
-        lines = stderr.splitlines()
-        for idx in range(len(lines) - 1, -1, -1):
-            if line and line in lines[idx]:
-                for back in range(idx, max(-1, idx - 4), -1):
-                    if _EXC_LINE.match(lines[back].strip()):
-                        return kind, " ".join(x.strip() for x in lines[back : idx + 1] if x.strip())
-                return kind, lines[idx].strip()
         return kind, line or ""
-    last = ""
+    last = primary = ""
     for cand in stderr.splitlines():
-        if _EXC_LINE.match(cand.strip()):
-            last = cand.strip()
-    return None, last
+        cand = cand.strip()
+        if _EXC_LINE.match(cand):
+            last = cand
+            if not _SECONDARY.search(cand):
+                primary = cand
+    return None, primary or last
 
 
 def _signal_name(num: int) -> str:
@@ -123,27 +200,74 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+def exit_status_name(returncode: int | None) -> str | None:
+    """The name of a crash exit status, or ``None`` for an ordinary exit.
+
+    POSIX: a negative return code is ``-signal`` (``-11`` → ``SIGSEGV``). Windows: a process
+    that crashed exits with an NTSTATUS code (``3221225477`` = ``0xC0000005``,
+    ``STATUS_ACCESS_VIOLATION``); any code of severity "error" (``0xC0000000`` and up, also
+    seen as a negative 32-bit number) counts.
+    """
+    if returncode is None or returncode == 0:
+        return None
+    if -128 < returncode < 0:
+        return _signal_name(-returncode)
+    unsigned = returncode & 0xFFFFFFFF
+    if unsigned >= 0xC0000000:
+        return f"{_NTSTATUS.get(unsigned, 'NTSTATUS')} (0x{unsigned:08X})"
+    return None
+
+
+def _with_notes(headline: str, notes: list[str]) -> str:
+    """The exception line plus Python 3.11+ ``__notes__`` (3.14's pickler names the path in them)."""
+    notes = [n.strip() for n in notes if n and n.strip()]
+    return f"{headline} ({'; '.join(notes)})" if notes else headline
+
+
+def _from_worker(stderr: str, text: str, headline: str) -> Verdict:
+    """A parent that only saw a worker (or the forkserver) vanish: the worker's stderr decides."""
+    kind, line = decisive_stderr_line(stderr)
+    if kind in _WORKER_KINDS:
+        return Verdict("error", kind, headline, line)
+    fatal = _FATAL.search(stderr)
+    if fatal:  # faulthandler's or torch's report of a worker killed by a signal
+        return Verdict("error", "worker-died", headline, fatal.group(0).strip())
+    code = _EXIT_CODE.search(text)
+    crash = exit_status_name(int(code.group(1))) if code else None
+    if crash:
+        return Verdict("error", "worker-died", headline, f"worker exited with {crash}")
+    return Verdict("error", "worker-died", headline, line or headline)
+
+
 def classify(obs: Observation) -> Verdict:
     """Turn an :class:`Observation` into a :class:`Verdict`.
 
     Rules, in order:
         * watchdog timeout → ``hang``;
-        * no result and a negative return code → ``crash`` (the cell's main process died by a
-          signal); no result otherwise → ``error``/``other`` with the last stderr error;
+        * no result and a crash exit status (``-signal`` on POSIX, an NTSTATUS code such as
+          ``0xC0000005`` on Windows) → ``crash``; no result otherwise → ``error`` with the
+          kind and line of the last error in stderr (``other`` when no mechanism shows);
         * ``wrong`` / ``skipped`` statuses pass through with their one-line reason;
-        * a raised exception → ``error`` with a kind: the exception's own mechanism when the
-          parent raised it (``pickle`` ...), else the worker's decisive stderr line when the
-          parent only saw "exited unexpectedly" (``bootstrap``, ``main-attribute``, else
-          ``worker-died``), ``worker-exception`` when torch re-raised a worker's exception.
+        * a raised exception → ``error`` with a kind:
+            - torch's "killed by signal" → ``worker-died``;
+            - "Caught X in DataLoader worker process N" → ``worker-exception`` (or the
+              mechanism it names, such as ``cuda-reinit``), root cause the worker's original
+              exception;
+            - the parent's own mechanism (``pickle`` ...), root cause its line plus notes;
+            - "exited unexpectedly", or a secondary error of a process that already died
+              (``ConnectionResetError``, ``BrokenPipeError``, ``EOFError: Ran out of input``,
+              as a Python 3.14 forkserver parent raises) → the worker's decisive stderr line
+              (``bootstrap``, ``main-attribute``, ``pickle`` ...), else ``worker-died``;
+            - else ``other``.
     """
     res = obs.result
     if obs.timed_out:
         _, line = decisive_stderr_line(obs.stderr)
         return Verdict("hang", None, "timed out; process group killed", line)
     if res is None:
-        if obs.returncode is not None and obs.returncode < 0:
-            name = _signal_name(-obs.returncode)
-            return Verdict("crash", None, f"cell process killed by {name}", f"killed by {name}")
+        crash = exit_status_name(obs.returncode)
+        if crash:
+            return Verdict("crash", None, f"cell process killed by {crash}", f"killed by {crash}")
         kind, line = decisive_stderr_line(obs.stderr)
         msg = f"cell process exited with code {obs.returncode} without a result"
         return Verdict("error", kind or "other", msg, line or msg)
@@ -159,29 +283,114 @@ def classify(obs: Observation) -> Verdict:
         line = f"{res.get('exc_type', 'Error')}: {message}"
         return Verdict("error", "import", line, line)
     # status == "raised"
-    text = "\n".join([res.get("message", ""), *res.get("notes", [])])
+    notes = [str(n) for n in res.get("notes", [])]
+    text = "\n".join([res.get("message", ""), *notes])
     exc_type = res.get("exc_type", "")
     headline = f"{exc_type}: {message}" if message else exc_type
     sig = _WORKER_SIGNAL.search(text)
     if sig:
         return Verdict("error", "worker-died", headline, f"worker killed by signal: {sig.group(1)}")
-    if _WORKER_EXITED.search(text):
-        kind, line = decisive_stderr_line(obs.stderr)
-        if kind in ("bootstrap", "main-attribute", "pickle", "context-mix", "cuda-reinit", "daemonic", "fd-limit"):
-            return Verdict("error", kind, headline, line)
-        fatal = _FATAL.search(obs.stderr)
-        if fatal:  # faulthandler's report of a worker killed by a signal (PYTHONFAULTHANDLER=1)
-            line = fatal.group(0).strip()
-        return Verdict("error", "worker-died", headline, line or headline)
     caught = _WORKER_CAUGHT.search(text)
     if caught:
         kind, line = _kind_of(text)
         if kind in ("cuda-reinit", "context-mix", "daemonic", "fd-limit"):
-            return Verdict("error", kind, headline, line)
+            return Verdict("error", kind, headline, line or headline)
         # The original exception is the last exception line of the worker's traceback.
         _, original = decisive_stderr_line(res.get("message", ""))
         return Verdict("error", "worker-exception", headline, original or headline)
-    kind, line = _kind_of(f"{exc_type}: {text}")
-    if kind:
-        return Verdict("error", kind, headline, headline)
+    own, _ = _kind_of(f"{exc_type}: {text}")
+    if own:
+        return Verdict("error", own, headline, _with_notes(headline, notes))
+    if _WORKER_EXITED.search(text) or _SECONDARY.search(headline):
+        verdict = _from_worker(obs.stderr, text, headline)
+        if verdict.kind != "worker-died" or _WORKER_EXITED.search(text):
+            return verdict
     return Verdict("error", "other", headline, headline)
+
+
+def _last_exception(text: str) -> tuple[str, str]:
+    """``(exc_type, message)`` of the last exception line in a pasted console output."""
+    last = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if _EXC_LINE.match(stripped) and not stripped.startswith("Traceback"):
+            last = stripped
+    exc_type, _, message = last.partition(":")
+    return exc_type.strip(), message.strip()
+
+
+def classify_traceback(text: str) -> Verdict:
+    """Classify console output pasted from a failed run, as users post it in bug reports.
+
+    The parent's traceback and its workers' stderr are interleaved in one text, so the
+    mechanism is looked for in all of it (in the priority order of the kinds), with the same
+    rules as :func:`classify`: a secondary error (``BrokenPipeError``, ``EOFError: Ran out of
+    input``) is never the root cause when a worker printed its own, and "Caught X in
+    DataLoader worker process N" is a ``worker-exception`` with the worker's original error.
+
+    Args:
+        text: the whole output (str), any platform or Python version.
+
+    Returns:
+        A :class:`Verdict` with ``outcome`` ``error`` (``other`` when no error line is found).
+    """
+    sig = _WORKER_SIGNAL.search(text)
+    exc_type, message = _last_exception(text)
+    headline = f"{exc_type}: {message}" if message else exc_type
+    caught = _WORKER_CAUGHT.search(text)
+    kind, line = _kind_of(text)
+    if caught and kind not in ("cuda-reinit", "context-mix", "daemonic", "fd-limit"):
+        after = text[caught.end():]
+        original = after.split("Original Traceback", 1)[-1] if "Original Traceback" in after else after
+        _, root = decisive_stderr_line(original)
+        return Verdict("error", "worker-exception", f"{caught.group(1)}: {caught.group(0)}", root or caught.group(0))
+    if kind:
+        return Verdict("error", kind, headline or (line or ""), line or "")
+    if sig:
+        return Verdict("error", "worker-died", headline, f"worker killed by signal: {sig.group(1)}")
+    if _WORKER_EXITED.search(text):
+        return _from_worker(text, text, headline)
+    _, line = decisive_stderr_line(text)
+    return Verdict("error", "other", headline or line, line or headline)
+
+
+#: Longest message and stderr tail a record keeps as evidence, in characters.
+EVIDENCE_CHARS = 8000
+
+
+def evidence_of(obs: Observation) -> dict:
+    """The raw evidence a result record keeps, so a later classifier can re-derive its verdict.
+
+    Returns:
+        ``{"returncode", "timed_out", "status", "exc_type", "message", "notes"}``; the
+        stderr tail is kept beside it as the record's ``stderr_tail`` (the last
+        :data:`EVIDENCE_CHARS` characters).
+    """
+    res = obs.result or {}
+    return {
+        "returncode": obs.returncode,
+        "timed_out": obs.timed_out,
+        "status": res.get("status") if obs.result is not None else None,
+        "exc_type": res.get("exc_type", ""),
+        "message": str(res.get("message", ""))[:EVIDENCE_CHARS],
+        "notes": [str(n)[:1000] for n in res.get("notes", [])][:20],
+    }
+
+
+def reclassify(record: dict) -> Verdict | None:
+    """Re-derive a result record's verdict from its evidence with this classifier.
+
+    Returns:
+        The new :class:`Verdict`, or ``None`` when the record carries no evidence (results
+        without a cell process, such as ``unsupported``, or shards written before evidence
+        was kept).
+    """
+    ev = record.get("evidence")
+    if not isinstance(ev, dict):
+        return None
+    result = None
+    if ev.get("status") is not None:
+        result = {"status": ev["status"], "exc_type": ev.get("exc_type", ""),
+                  "message": ev.get("message", ""), "notes": list(ev.get("notes", []))}
+    obs = Observation(ev.get("returncode"), bool(ev.get("timed_out")), result, record.get("stderr_tail", ""))
+    return classify(obs)

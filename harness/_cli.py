@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness._outcomes import METHODS
+from harness._policy import PROFILES
 
 __all__ = ["main", "build_parser"]
 
@@ -69,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
                      "fresh: a new interpreter per cell; auto (default): warm where available")
     run.add_argument("--resume", action="store_true",
                      help="continue the interrupted run whose partial shard is in --out")
+    run.add_argument("--profile", choices=sorted(PROFILES), default=None,
+                     help="emulate a platform on this machine: its start methods (others are "
+                     "unsupported), torch sharing strategy and temp-path length; the shard says so")
+    run.add_argument("--timeout-scale", type=_positive_float, default=None, metavar="X",
+                     help="multiply every cell's timeout by X on a slow runner "
+                     "(default: $HARNESS_TIMEOUT_SCALE or 1)")
 
     rep = sub.add_parser("report", help="merge shards into matrix.json, COMPATIBILITY.md, matrix.html, "
                          "junit.xml and matrix.png")
@@ -125,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_catalogue(
             patterns=args.cases, families=args.families, methods=args.methods, out_dir=args.out,
             timeout_s=args.timeout, jobs=args.jobs, catalogue_dir=args.catalogue,
-            isolation=args.isolation, resume=args.resume,
+            isolation=args.isolation, resume=args.resume, profile=args.profile,
+            timeout_scale=args.timeout_scale,
         )
     if args.command == "report":
         from harness._report import write_report

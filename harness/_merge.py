@@ -19,11 +19,33 @@ from pathlib import Path
 import jsonschema
 import referencing
 
+from harness._classify import CLASSIFIER_VERSION, reclassify
 from harness._compat import compatibility, platform_summary
-from harness._outcomes import METHODS
+from harness._outcomes import METHODS, matches_expectation
 from harness._shard import SCHEMA_VERSION, ShardError, read_shard, schema
 
-__all__ = ["load_shards", "merge", "validate_matrix"]
+__all__ = ["load_shards", "merge", "refresh_verdict", "validate_matrix"]
+
+
+def refresh_verdict(record: dict) -> dict:
+    """``record`` with its verdict re-derived by this classifier when an older one made it.
+
+    A shard keeps each cell's evidence (exit status, the cell's result, the stderr tail), so
+    a committed observation from another machine is re-read with today's rules without being
+    run again. Records with no evidence, or made by this classifier or a newer one, are
+    returned unchanged. ``matches`` follows the new verdict (a broken case stays unmatched).
+    """
+    if record.get("classifier", 1) >= CLASSIFIER_VERSION:
+        return record
+    verdict = reclassify(record)
+    if verdict is None:
+        return record
+    new = dict(record, outcome=verdict.outcome, kind=verdict.kind, message=verdict.message,
+               root_cause=verdict.root_cause, classifier=CLASSIFIER_VERSION)
+    if not record.get("broken"):
+        new["matches"] = matches_expectation(verdict.outcome, verdict.kind, record["expected"],
+                                             record.get("expected_kind"))
+    return new
 
 
 def load_shards(shard_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
@@ -66,7 +88,7 @@ def merge(shards: list[tuple[Path, dict]], rejected: list[str] | None = None) ->
     for _, shard in shards:
         for cid, meta in shard.get("cases", {}).items():
             cases.setdefault(cid, meta)
-        results.extend(shard["results"])
+        results.extend(refresh_verdict(r) for r in shard["results"])
     order = {r["id"]: i for i, r in enumerate(runners)}
     results.sort(key=lambda r: (r["case"], METHODS.index(r["method"]), order.get(r["runner"], 0)))
     return {

@@ -35,6 +35,7 @@ __all__ = [
     "WORKER_METHODS",
     "IN_PROCESS",
     "SYMBOLS",
+    "matches_expectation",
 ]
 
 OUTCOMES = ("pass", "wrong", "error", "hang", "crash", "unsupported", "skipped")
@@ -66,3 +67,16 @@ SYMBOLS = {
     "unsupported": "➖",
     "skipped": "⏭️",
 }
+
+
+def matches_expectation(outcome: str, kind: str | None, expected: str, expected_kind: str | None) -> bool:
+    """Whether an observed ``outcome``/``kind`` agrees with a case's expectation for that cell.
+
+    ``skipped`` and ``unsupported`` never contradict an expectation. Where ``expected_kind``
+    names a kind for an ``error`` cell, the kind must match too.
+    """
+    if outcome in ("skipped", "unsupported"):
+        return True
+    if outcome != expected:
+        return False
+    return not (outcome == "error" and expected_kind and kind != expected_kind)

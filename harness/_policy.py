@@ -1,10 +1,23 @@
 """The one platform policy table: which start methods exist, and which is the default.
 
+Each row is also a *platform profile*: the settings that make that platform's workers behave
+as they do, which ``harness run --profile``, ``harness reproduce --method`` and the pytest
+plugin reproduce on another OS (emulation, never called an observation):
+
+* the start methods that exist there, and the default one;
+* torch's tensor sharing strategy: ``file_descriptor`` on Linux, ``file_system`` on macOS and
+  Windows, where it is the only one (``torch/multiprocessing/__init__.py``);
+* the length of the default temp directory: macOS runners put ``TMPDIR`` under
+  ``/var/folders/<2>/<28>/T/`` (49 characters), and AF_UNIX socket paths made under it (the
+  forkserver's listener, torch's shared-memory manager) must stay within macOS's 104 bytes
+  (``sys/un.h``: ``sun_path[104]``; Linux has 108).
+
 Sources:
     * CPython ``multiprocessing`` docs, "Contexts and start methods": Windows has only
       ``spawn``; macOS defaults to ``spawn`` since Python 3.8; POSIX defaults to ``fork``
       until 3.13 and to ``forkserver`` from 3.14 (gh-84559).
-    * PyTorch ``torch.utils.data`` docs, "Platform-specific behaviors".
+    * PyTorch ``torch.utils.data`` docs, "Platform-specific behaviors"; PyTorch
+      ``multiprocessing`` docs, "Sharing strategies".
 """
 
 from __future__ import annotations
@@ -16,7 +29,9 @@ from dataclasses import dataclass
 
 __all__ = [
     "PLATFORMS",
+    "PROFILES",
     "Platform",
+    "profile",
     "available_methods",
     "current_os",
     "default_method",
@@ -38,6 +53,9 @@ class Platform:
         methods: the start methods that exist there.
         python_min: lowest Python (major, minor) this column covers, inclusive.
         python_max: highest Python (major, minor) this column covers, inclusive.
+        sharing_strategy: torch's default tensor sharing strategy there.
+        temp_dir_chars: length (characters) of the default temp directory there, for
+            emulating it; ``None`` where it does not matter (no AF_UNIX sockets).
     """
 
     id: str
@@ -46,6 +64,8 @@ class Platform:
     methods: tuple[str, ...]
     python_min: tuple[int, int] = (3, 0)
     python_max: tuple[int, int] = (3, 99)
+    sharing_strategy: str = "file_descriptor"
+    temp_dir_chars: int | None = None
 
     def covers(self, os_name: str, python: tuple[int, int]) -> bool:
         """Whether a runner with this ``os_name`` and ``python`` (major, minor) is this column."""
@@ -55,9 +75,13 @@ class Platform:
 PLATFORMS: tuple[Platform, ...] = (
     Platform("linux-py<=3.13", "linux", "fork", ("fork", "spawn", "forkserver"), python_max=(3, 13)),
     Platform("linux-py>=3.14", "linux", "forkserver", ("fork", "spawn", "forkserver"), python_min=(3, 14)),
-    Platform("macos", "macos", "spawn", ("fork", "spawn", "forkserver"), python_min=(3, 8)),
-    Platform("windows", "windows", "spawn", ("spawn",)),
+    Platform("macos", "macos", "spawn", ("fork", "spawn", "forkserver"), python_min=(3, 8),
+             sharing_strategy="file_system", temp_dir_chars=49),
+    Platform("windows", "windows", "spawn", ("spawn",), sharing_strategy="file_system"),
 )
+
+#: Platforms that ``harness run --profile`` emulates on another OS, by profile name.
+PROFILES: dict[str, Platform] = {p.id: p for p in PLATFORMS if p.os != "linux"}
 
 _ALIASES = {
     "windows": "windows",
@@ -108,13 +132,29 @@ def platform_of_runner(runner: dict) -> Platform | None:
         return None
 
 
-def available_methods() -> list[str]:
-    """Start methods this interpreter offers (``multiprocessing.get_all_start_methods``)."""
-    return list(multiprocessing.get_all_start_methods())
+def profile(name: str) -> Platform:
+    """The platform profile ``name`` (``macos`` or ``windows``).
+
+    Raises:
+        ValueError: not a profile; the message lists the choices.
+    """
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r} (choose from {', '.join(PROFILES)})") from None
 
 
-def default_method() -> str:
-    """The start method this interpreter uses when none is set (from the policy table)."""
+def available_methods(emulating: Platform | None = None) -> list[str]:
+    """Start methods this interpreter offers (``multiprocessing.get_all_start_methods``), or,
+    when ``emulating`` a platform, those of them that exist there too."""
+    methods = list(multiprocessing.get_all_start_methods())
+    return [m for m in methods if emulating is None or m in emulating.methods]
+
+
+def default_method(emulating: Platform | None = None) -> str:
+    """The start method this interpreter (or the ``emulating`` platform) uses when none is set."""
+    if emulating is not None:
+        return emulating.default_method
     return platform_of(current_os(), sys.version_info[:2]).default_method
 
 

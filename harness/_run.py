@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 from harness._catalogue import Case, CatalogueError, discover, select
 from harness._outcomes import METHODS
+from harness._policy import Platform
+from harness._policy import profile as _profile
 from harness._progress import Progress
 from harness._runner import (
     DEFAULT_WORKERS,
@@ -31,7 +36,7 @@ from harness._shard import (
 )
 from harness._template import Template
 
-__all__ = ["SAVE_EVERY_S", "case_table", "run_catalogue"]
+__all__ = ["SAVE_EVERY_S", "case_table", "emulated_temp_dir", "resolve_timeout_scale", "run_catalogue"]
 
 #: Seconds between two writes of the partial shard while cells finish (plus one at the end
 #: and one on interrupt): rewriting hundreds of records after every cell costs seconds.
@@ -48,11 +53,70 @@ def case_table(cases: list[Case]) -> dict[str, dict]:
             "fix": c.fix,
             "expect": c.expect,
             "expect_kind": c.expect_kind,
+            "expect_when": [dict(e) for e in c.expect_when],
             "script": c.script,
             "sources": list(c.sources),
         }
         for c in cases
     }
+
+
+def resolve_timeout_scale(value: float | None) -> float:
+    """The timeout multiplier: ``value``, else ``HARNESS_TIMEOUT_SCALE``, else 1.
+
+    Raises:
+        ValueError: not a finite number > 0 (one line naming the option or variable).
+    """
+    if value is None:
+        text = os.environ.get("HARNESS_TIMEOUT_SCALE", "").strip()
+        if not text:
+            return 1.0
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"HARNESS_TIMEOUT_SCALE: not a number: {text!r}") from None
+        where = "HARNESS_TIMEOUT_SCALE"
+    else:
+        where = "--timeout-scale"
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{where}: must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+class emulated_temp_dir:  # noqa: N801 - used like a function returning a handle
+    """Make this process's ``TMPDIR`` as long as the emulated platform's default temp directory.
+
+    Everything the run starts (the warm template, cells) inherits it, as it would on that
+    platform; cells still get short work folders (:func:`harness._runner.cell_temp_root`).
+    :meth:`close` restores the previous ``TMPDIR`` and removes the directory.
+    """
+
+    def __init__(self, emulating: Platform) -> None:
+        self._old = os.environ.get("TMPDIR")
+        self.path: str | None = None
+        chars = emulating.temp_dir_chars
+        if not chars:
+            return
+        base = tempfile.mkdtemp(prefix=f"{emulating.id}-")
+        # Pad with a nested folder so the whole path (with its final slash) has ``chars`` characters.
+        pad = max(1, chars - len(base) - 2)
+        path = os.path.join(base, "x" * pad)
+        os.makedirs(path, exist_ok=True)
+        self.path, self._base = path + os.sep, base
+        os.environ["TMPDIR"] = self.path
+        tempfile.tempdir = None
+
+    def close(self) -> None:
+        """Restore ``TMPDIR`` and remove the long directory (idempotent)."""
+        if self.path is None:
+            return
+        if self._old is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = self._old
+        tempfile.tempdir = None
+        shutil.rmtree(self._base, ignore_errors=True)
+        self.path = None
 
 
 def _usable_cpus() -> int:
@@ -84,6 +148,8 @@ def run_catalogue(
     num_workers: int = DEFAULT_WORKERS,
     isolation: str | None = "auto",
     resume: bool = False,
+    profile: str | None = None,
+    timeout_scale: float | None = None,
 ) -> int:
     """Run the selected cells and write the shard; returns the exit code.
 
@@ -98,6 +164,12 @@ def run_catalogue(
             recorded in the shard's ``runner.isolation``.
         resume: continue the shard already in ``out_dir``: keep its results, run only the
             selected cells it lacks. Its isolation and timeout must match.
+        profile: emulate a platform (``macos``, ``windows``; :data:`harness._policy.PROFILES`):
+            its start methods (others are ``unsupported``), its torch sharing strategy, and
+            its temp-directory length (the run's ``TMPDIR`` is made that long). The shard's
+            runner says what it emulates, and its cells are ``emulated``, never ``observed``.
+        timeout_scale: multiplies every cell's timeout, for slow runners; default
+            ``HARNESS_TIMEOUT_SCALE`` or 1. Recorded in the shard's runner.
 
     Cells start longest first, by their ``wall_s`` in the shard already in ``out_dir`` when
     there is one (:mod:`harness._schedule`). The shard is rewritten (atomically) as cells
@@ -121,6 +193,12 @@ def run_catalogue(
     except ValueError as exc:
         print(f"harness run: --isolation: {exc}", file=sys.stderr)
         return 2
+    try:
+        emulating = _profile(profile) if profile else None
+        scale = resolve_timeout_scale(timeout_scale)
+    except ValueError as exc:
+        print(f"harness run: {exc}", file=sys.stderr)
+        return 2
     if isolation == "warm" and mode != "warm":
         print("harness run: --isolation warm needs Linux; cells start fresh interpreters here",
               file=sys.stderr)
@@ -142,10 +220,11 @@ def run_catalogue(
               file=sys.stderr)
         return 2
     jobs = jobs or _usable_cpus()
-    runner = runner_info(isolation=mode, timeout_s=timeout_s)
+    runner = runner_info(emulating, isolation=mode, timeout_s=timeout_s, timeout_scale=scale)
     shard_path = Path(out_dir) / shard_filename(runner)
     previous, problem = _previous_shard(shard_path)
-    specs = plan(cases, methods or METHODS, timeout_s, num_workers)
+    specs = plan(cases, methods or METHODS, timeout_s, num_workers, timeout_scale=scale,
+                 profile=emulating.id if emulating else None)
     by_id = {c.id: c for c in catalogue.cases}
     table = case_table(cases)
     records: list[dict] = []
@@ -154,7 +233,7 @@ def run_catalogue(
             print(f"harness run: --resume: {problem or f'{shard_path}: no shard to resume'}", file=sys.stderr)
             return 2
         old = previous["runner"]
-        for key, value in (("isolation", mode), ("timeout_s", timeout_s)):
+        for key, value in (("isolation", mode), ("timeout_s", timeout_s), ("timeout_scale", scale)):
             if key in old and old[key] != value:
                 print(f"harness run: --resume: {shard_path} was run with {key} {old[key]!r}, "
                       f"not {value!r}; resume with the same options", file=sys.stderr)
@@ -208,6 +287,7 @@ def run_catalogue(
     old_handlers = {}
     if threading.current_thread() is threading.main_thread():
         old_handlers = {sig: signal.signal(sig, interrupt) for sig in handled}
+    long_temp = emulated_temp_dir(emulating) if emulating and specs else None
     template = Template() if mode == "warm" and specs else None
     t0 = time.monotonic()
     try:
@@ -229,6 +309,8 @@ def run_catalogue(
     finally:
         if template is not None:
             template.close()
+        if long_temp is not None:
+            long_temp.close()
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
     if template is not None and template.failed:

@@ -34,9 +34,9 @@ from pathlib import Path
 import psutil
 
 from harness._catalogue import Case
-from harness._classify import Observation, Verdict, classify
-from harness._outcomes import IN_PROCESS
-from harness._policy import available_methods
+from harness._classify import CLASSIFIER_VERSION, EVIDENCE_CHARS, Observation, Verdict, classify, evidence_of
+from harness._outcomes import IN_PROCESS, matches_expectation
+from harness._policy import available_methods, profile
 from harness._proctree import TreeSampler, kill_tree
 from harness._template import Template, TemplateError, WarmChild, warm_available
 
@@ -45,9 +45,13 @@ __all__ = [
     "CellSpec",
     "DEFAULT_TIMEOUT_S",
     "DEFAULT_WORKERS",
+    "CELL_SITE_DIR",
     "ISOLATIONS",
+    "SHORT_TEMP_ROOT",
     "Slot",
     "kill_live_cells",
+    "cell_env",
+    "cell_temp_root",
     "launch_cell",
     "mark_broken",
     "plan",
@@ -69,17 +73,29 @@ IDLE_CPU_FRACTION = 0.05
 
 @dataclass(frozen=True)
 class CellSpec:
-    """One cell to run: a case under one method, with its worker count and timeout (seconds)."""
+    """One cell to run: a case under one method, with its worker count, timeout (seconds) and
+    the platform profile it emulates (``macos``, ``windows``; ``None``: this machine as it is)."""
 
     case: Case
     method: str
     num_workers: int
     timeout_s: float
+    profile: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
         """``(case id, method)``, unique within a runner."""
         return (self.case.id, self.method)
+
+    def expected(self) -> tuple[str, str | None]:
+        """``(outcome, kind or None)`` the case expects of this cell on this interpreter, under
+        the profile's (or this platform's) torch sharing strategy."""
+        from harness._policy import current_os, platform_of
+
+        emulating = profile(self.profile) if self.profile else None
+        strategy = (emulating or platform_of(current_os(), sys.version_info[:2])).sharing_strategy
+        expect, kinds = self.case.expectation(sys.version_info[:2], strategy)
+        return expect[self.method], kinds.get(self.method)
 
     def to_child(self) -> dict:
         """The JSON-able spec the cell process reads."""
@@ -108,25 +124,76 @@ class CellRun:
 
 
 def plan(cases: Iterable[Case], methods: Iterable[str], timeout_s: float,
-         num_workers: int = DEFAULT_WORKERS) -> list[CellSpec]:
-    """Every (case, method) cell, in-process control first for each case."""
+         num_workers: int = DEFAULT_WORKERS, *, timeout_scale: float = 1.0,
+         profile: str | None = None) -> list[CellSpec]:
+    """Every (case, method) cell, in-process control first for each case.
+
+    Args:
+        timeout_s: the run's per-cell timeout in seconds; a case's own ``timeout_s`` wins.
+        timeout_scale: multiplies every timeout (slow runners: ``HARNESS_TIMEOUT_SCALE``).
+        profile: the platform profile every cell emulates, or ``None``.
+    """
     methods = list(methods)
     return [
-        CellSpec(case, m, 0 if m == IN_PROCESS else num_workers, case.timeout_s or timeout_s)
+        CellSpec(case, m, 0 if m == IN_PROCESS else num_workers,
+                 (case.timeout_s or timeout_s) * timeout_scale, profile)
         for case in cases
         for m in methods
     ]
 
 
-def _child_env(spec: CellSpec, workdir: Path) -> dict[str, str]:
+#: Where a cell's work folder goes on POSIX when the system temp directory is long. AF_UNIX
+#: socket paths are limited to 104 bytes on macOS and 108 on Linux (``sun_path``), and a cell's
+#: processes make sockets under its ``TMPDIR``: the forkserver's listener
+#: (``multiprocessing.connection.arbitrary_address``: ``<TMPDIR>/pymp-XXXXXXXX/listener-XXXXXXXX``)
+#: and torch's shared-memory manager (``torch_shm_manager``, the ``file_system`` strategy).
+#: Under macOS's ``/var/folders/<2>/<28>/T/`` (49 characters) plus a work folder they do not
+#: fit: forkserver fails with "AF_UNIX path too long" and the manager never starts.
+SHORT_TEMP_ROOT = "/tmp"
+#: A temp directory longer than this (characters) is replaced by :data:`SHORT_TEMP_ROOT`.
+SHORT_TEMP_MAX_CHARS = 24
+
+
+def cell_temp_root(system_temp: str | None = None) -> str:
+    """The directory cell work folders are made in.
+
+    The system temp directory (``tempfile.gettempdir()``), unless it is on POSIX and longer
+    than :data:`SHORT_TEMP_MAX_CHARS` characters and :data:`SHORT_TEMP_ROOT` is a writable
+    directory: then that one, so AF_UNIX socket paths under a cell's ``TMPDIR`` stay far
+    below macOS's 104-byte limit. Windows uses no AF_UNIX sockets here and keeps its own.
+    """
+    base = system_temp or tempfile.gettempdir()
+    if (os.name == "posix" and len(base) > SHORT_TEMP_MAX_CHARS and os.path.isdir(SHORT_TEMP_ROOT)
+            and os.access(SHORT_TEMP_ROOT, os.W_OK | os.X_OK)):
+        return SHORT_TEMP_ROOT
+    return base
+
+
+#: The start-up hook every new interpreter in a cell imports (see its module docstring).
+CELL_SITE_DIR = Path(__file__).with_name("_cellsite")
+
+
+def cell_env(spec: CellSpec, workdir: Path, stderr_path: Path) -> dict[str, str]:
+    """The complete environment of a cell process, and so of every process it starts.
+
+    ``TMPDIR``/``TEMP``/``TMP`` are the cell's own work folder (removed with it);
+    ``PYTHONPATH`` starts with the start-up hook (:data:`CELL_SITE_DIR`: worker stderr that
+    reaches ``stderr_path`` even where a spawn child's ``sys.stderr`` is ``None``, and the
+    profile's sharing strategy) and the case's catalogue root.
+    """
+    from harness._policy import profile as _profile
+
     env = dict(os.environ)
     env["HARNESS_CELL_METHOD"] = spec.method
     env["HARNESS_CELL_WORKERS"] = str(spec.num_workers)
-    # Case temp files land in the cell's own folder, removed with it.
+    env["HARNESS_CELL_STDERR"] = str(stderr_path)
+    env.pop("HARNESS_SHARING_STRATEGY", None)
+    if spec.profile:
+        env["HARNESS_SHARING_STRATEGY"] = _profile(spec.profile).sharing_strategy
     for var in ("TMPDIR", "TEMP", "TMP"):
         env[var] = str(workdir)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(spec.case.root), env.get("PYTHONPATH", "")) if p
+        p for p in (str(CELL_SITE_DIR), str(spec.case.root), env.get("PYTHONPATH", "")) if p
     )
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONFAULTHANDLER"] = "1"
@@ -298,11 +365,11 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
     process that belonged to it is killed too (workers, forkserver, resource tracker).
     """
     _become_subreaper()
-    workdir = Path(tempfile.mkdtemp(prefix=f"harness-{spec.case.id}-{spec.method}-"))
+    workdir = Path(tempfile.mkdtemp(prefix="hc-", dir=cell_temp_root()))
     result_path = workdir / "result.json"
     stderr_path = workdir / "stderr.txt"
     stdout_path = workdir / "stdout.txt"
-    env = _child_env(spec, workdir)
+    env = cell_env(spec, workdir, stderr_path)
     args = [json.dumps(spec.to_child()), str(result_path)]
     stdout_path.touch()
     stderr_path.touch()
@@ -389,18 +456,10 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
     )
 
 
-def _matches(case: Case, method: str, verdict: Verdict) -> bool:
-    """Whether an observed verdict agrees with the case's expectation.
-
-    ``skipped`` and ``unsupported`` never contradict an expectation. Where ``expect_kind``
-    names a kind for an ``error`` cell, the kind must match too.
-    """
-    if verdict.outcome in ("skipped", "unsupported"):
-        return True
-    if verdict.outcome != case.expect[method]:
-        return False
-    want_kind = case.expect_kind.get(method)
-    return not (verdict.outcome == "error" and want_kind and verdict.kind != want_kind)
+def _matches(spec: CellSpec, verdict: Verdict) -> bool:
+    """Whether an observed verdict agrees with the cell's expectation (see
+    :func:`harness._outcomes.matches_expectation`)."""
+    return matches_expectation(verdict.outcome, verdict.kind, *spec.expected())
 
 
 def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | None) -> dict:
@@ -423,14 +482,17 @@ def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | 
         "worker_peak_uss_bytes": run.worker_peak_uss if run else None,
         "workers_seen": run.workers_seen if run else None,
         "warnings": list(res.get("warnings", [])) if res else [],
-        "expected": spec.case.expect[spec.method],
-        "expected_kind": spec.case.expect_kind.get(spec.method),
-        "matches": _matches(spec.case, spec.method, verdict),
+        "expected": spec.expected()[0],
+        "expected_kind": spec.expected()[1],
+        "matches": _matches(spec, verdict),
         "broken": False,
         "exit_code": run.observation.returncode if run else None,
+        "classifier": CLASSIFIER_VERSION,
     }
-    if run and verdict.outcome not in ("pass", "unsupported", "skipped"):
-        rec["stderr_tail"] = run.observation.stderr[-4000:]
+    if run:
+        rec["evidence"] = evidence_of(run.observation)
+        if verdict.outcome not in ("pass", "unsupported", "skipped"):
+            rec["stderr_tail"] = run.observation.stderr[-EVIDENCE_CHARS:]
     return rec
 
 
@@ -440,8 +502,10 @@ def run_one(spec: CellSpec, runner_id: str, *, template: Template | None = None,
 
     Keyword arguments are those of :func:`launch_cell`.
     """
-    if spec.method != IN_PROCESS and spec.method not in available_methods():
-        verdict = Verdict("unsupported", None, f"start method {spec.method!r} does not exist on this platform", "")
+    emulating = profile(spec.profile) if spec.profile else None
+    if spec.method != IN_PROCESS and spec.method not in available_methods(emulating):
+        where = f"on {emulating.id}" if emulating else "on this platform"
+        verdict = Verdict("unsupported", None, f"start method {spec.method!r} does not exist {where}", "")
         return record_for(spec, runner_id, verdict, None)
     run = launch_cell(spec, template=template, stop=stop, slot=slot)
     return record_for(spec, runner_id, classify(run.observation), run)
@@ -461,7 +525,7 @@ def mark_broken(records: list[dict], cases: dict[str, Case]) -> list[str]:
         if rec["case"] in done or not (failed_import or rec["method"] == IN_PROCESS):
             continue
         case = cases[rec["case"]]
-        if not failed_import and (rec["outcome"] in ("pass", "skipped") or case.expect[IN_PROCESS] != "pass"):
+        if not failed_import and (rec["outcome"] in ("pass", "skipped") or rec["expected"] != "pass"):
             continue
         done.add(case.id)
         for other in records:

@@ -22,7 +22,7 @@ from pathlib import Path
 import jsonschema
 
 from harness import __version__
-from harness._policy import available_methods, current_os, default_method, machine_arch
+from harness._policy import Platform, available_methods, current_os, default_method, machine_arch
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -64,13 +64,22 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def runner_info(**extra) -> dict:
-    """Describe this machine as a shard's ``runner`` object; ``extra`` keys are added."""
+def runner_info(emulating: Platform | None = None, **extra) -> dict:
+    """Describe this machine as a shard's ``runner`` object; ``extra`` keys are added.
+
+    Args:
+        emulating: the platform profile the run emulates (:data:`harness._policy.PROFILES`),
+            or ``None``. An emulating runner keeps its real ``os`` and adds ``emulates`` (the
+            platform id) and ``profile`` (what was emulated); its ``start_methods`` and
+            ``default_method`` are the emulated platform's, and its id ends in ``-as-<id>``.
+    """
     os_name = current_os()
     arch = machine_arch()
     py = f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
     torch = _torch_version()
     rid = f"{os_name}-{arch}-py{sys.version_info.major}.{sys.version_info.minor}-torch{torch}"
+    if emulating is not None:
+        rid += f"-as-{emulating.id}"
     info = {
         "id": rid,
         "os": os_name,
@@ -78,13 +87,21 @@ def runner_info(**extra) -> dict:
         "python": py,
         "python_implementation": platform.python_implementation(),
         "torch": torch,
-        "start_methods": available_methods(),
-        "default_method": default_method(),
+        "start_methods": available_methods(emulating),
+        "default_method": default_method(emulating),
         "harness_version": __version__,
         "git_commit": _git_commit(),
         "started_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "cpu_count": os.cpu_count() or 1,
     }
+    if emulating is not None:
+        info["emulates"] = emulating.id
+        info["profile"] = {
+            "id": emulating.id,
+            "methods": list(emulating.methods),
+            "sharing_strategy": emulating.sharing_strategy,
+            "temp_dir_chars": emulating.temp_dir_chars,
+        }
     info.update(extra)
     return info
 

@@ -20,7 +20,7 @@ CASE = {
     "forking a multi-threaded process.",
     "expect": {"in-process": "pass", "fork": "hang", "spawn": "pass", "forkserver": "pass"},
     "fix": "fork-lock-reinit-at-fork",
-    "timeout_s": 20,
+    "timeout_s": 40,
     "sources": [
         "https://github.com/pytorch/pytorch/issues/138957",
         "https://github.com/pytorch/pytorch/issues/45198",

@@ -17,7 +17,7 @@ CASE = {
     "longer blocks the workers. Spawn and forkserver import the module afresh anyway. A thread "
     "still runs at fork time, so Python 3.12+ still warns.",
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "pass", "forkserver": "pass"},
-    "timeout_s": 20,
+    "timeout_s": 40,
     "sources": [
         "https://docs.python.org/3/library/os.html#os.register_at_fork",
         "https://github.com/pytorch/pytorch/issues/138957",

@@ -1,0 +1,109 @@
+"""Start-up hook for every new interpreter inside a cell: spawn workers, the forkserver, helpers.
+
+The cell runner (:func:`harness._runner.cell_env`) puts this directory first on ``PYTHONPATH``
+of each cell, so Python's :mod:`site` imports this module at start-up in every interpreter the
+cell's code starts. It changes nothing a case could observe, except where a platform profile
+asks for it, and then hands over to the ``sitecustomize`` it shadows, if there is one.
+
+1. **Worker stderr that always reaches the cell.** On Windows, ``multiprocessing`` creates
+   spawn children without inheriting handles (``_winapi.CreateProcess(..., False, ...)`` in
+   ``multiprocessing/popen_spawn_win32.py``). When the parent's standard streams are
+   redirected files, as they are in a cell, the child's ``sys.stderr`` can be ``None``: the
+   bootstrapping ``RuntimeError`` or the ``Can't get attribute`` traceback would vanish, and
+   with it the root cause. When ``sys.stderr`` is ``None`` or unusable, it is opened on the
+   cell's stderr file (``HARNESS_CELL_STDERR``), in append mode, and file descriptor 2 too, so
+   C-level messages (torch's "Unexpected segmentation fault encountered in worker",
+   faulthandler) land there as well.
+   ``HARNESS_SIMULATE_LOST_STDERR=1`` makes a spawn child on any OS start as such a Windows
+   child does (``sys.stderr`` ``None``, descriptor 2 closed), for the test that checks this.
+2. **The profile's sharing strategy.** ``HARNESS_SHARING_STRATEGY`` (``file_system`` for the
+   macOS and Windows profiles) is applied as soon as ``torch.multiprocessing`` is imported, so
+   a spawn or forkserver worker shares tensors the way it would on that platform.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+
+def _usable(stream) -> bool:
+    try:
+        return stream is not None and stream.fileno() >= 0 and not stream.closed
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _is_spawn_child() -> bool:
+    return "--multiprocessing-fork" in sys.argv
+
+
+def _fix_stderr() -> None:
+    if os.environ.get("HARNESS_SIMULATE_LOST_STDERR") == "1" and _is_spawn_child():
+        sys.stderr = sys.__stderr__ = None
+        try:
+            os.close(2)
+        except OSError:
+            pass
+    path = os.environ.get("HARNESS_CELL_STDERR")
+    if not path or _usable(sys.stderr):
+        return
+    try:
+        stream = open(path, "a", encoding="utf-8", errors="backslashreplace", buffering=1)  # noqa: SIM115
+    except OSError:
+        return
+    try:
+        os.dup2(stream.fileno(), 2)
+    except OSError:
+        pass
+    sys.stderr = sys.__stderr__ = stream
+
+
+class _SetSharingStrategy(importlib.abc.MetaPathFinder):
+    """Runs ``torch.multiprocessing.set_sharing_strategy`` right after that module is loaded."""
+
+    def __init__(self, strategy: str) -> None:
+        self.strategy = strategy
+
+    def find_spec(self, name, path, target=None):  # noqa: ARG002 - the finder protocol
+        if name != "torch.multiprocessing":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, strategy = spec.loader, self.strategy
+
+        class _Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                module.set_sharing_strategy(strategy)
+
+        spec.loader = _Loader()
+        return spec
+
+
+def _chain() -> None:
+    """Import the ``sitecustomize`` this one shadows (a distribution's own), if any."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None or spec.origin == __file__:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+_fix_stderr()
+if os.environ.get("HARNESS_SHARING_STRATEGY"):
+    if "torch.multiprocessing" in sys.modules:
+        sys.modules["torch.multiprocessing"].set_sharing_strategy(os.environ["HARNESS_SHARING_STRATEGY"])
+    else:
+        sys.meta_path.insert(0, _SetSharingStrategy(os.environ["HARNESS_SHARING_STRATEGY"]))
+_chain()
