@@ -92,8 +92,10 @@ class Case:
 
     @property
     def bad(self) -> bool:
-        """A case is bad when any start method is expected not to pass."""
-        return any(v != "pass" for v in self.expect.values())
+        """A case is bad when any start method is expected not to pass, anywhere (``expect_when``
+        included: a case that only Python 3.14 breaks is bad)."""
+        outcomes = [*self.expect.values(), *(o for e in self.expect_when for o in e.get("expect", {}).values())]
+        return any(v != "pass" for v in outcomes)
 
     def to_json(self) -> dict:
         """The public description used by ``harness list --json``."""

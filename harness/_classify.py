@@ -58,7 +58,7 @@ class Verdict:
 
 #: Bumped whenever a rule below changes what a verdict would be; a result record names the
 #: version that made its verdict, and :func:`reclassify` re-derives older ones from their evidence.
-CLASSIFIER_VERSION = 2
+CLASSIFIER_VERSION = 3
 
 # (kind, pattern) in priority order; the first pattern found in the text decides. Each pattern
 # holds every wording we have seen for that mechanism, from Python 3.8 to 3.14, Linux, macOS,
@@ -96,7 +96,7 @@ _KIND_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 #: spawn child on Windows prints when the parent failed to pickle what it had to send.
 _SECONDARY = re.compile(
     r"^(?:[\w.]+\.)?(?:ConnectionResetError|BrokenPipeError|ConnectionRefusedError|ConnectionAbortedError|"
-    r"EOFError|FileNotFoundError|OSError: \[Errno (?:32|104|111)\])\b|Ran out of input|"
+    r"EOFError|OSError: \[Errno (?:32|104|111)\])\b|Ran out of input|"
     r"Connection reset by peer|Broken pipe")
 
 _WORKER_EXITED = re.compile(r"DataLoader worker \(pid\(s\)? [^)]*\) exited unexpectedly|exited unexpectedly with exit code")
@@ -301,9 +301,14 @@ def classify(obs: Observation) -> Verdict:
     own, _ = _kind_of(f"{exc_type}: {text}")
     if own:
         return Verdict("error", own, headline, _with_notes(headline, notes))
-    if _WORKER_EXITED.search(text) or _SECONDARY.search(headline):
+    if _WORKER_EXITED.search(text):
+        return _from_worker(obs.stderr, text, headline)
+    if _SECONDARY.search(headline):
+        # The parent lost its connection to a worker or to the forkserver (Python 3.14's
+        # forkserver imports __main__ itself, and dies where a worker would): the child's own
+        # error decides; with no child error in stderr, the parent's is all there is.
         verdict = _from_worker(obs.stderr, text, headline)
-        if verdict.kind != "worker-died" or _WORKER_EXITED.search(text):
+        if verdict.kind != "worker-died" or verdict.root_cause != headline:
             return verdict
     return Verdict("error", "other", headline, headline)
 

@@ -1,4 +1,4 @@
-"""The compatibility view: what a user gets by default on each platform, observed or predicted.
+"""The compatibility view: what a user gets by default on each platform: observed, emulated or predicted.
 
 For every case and every column of the policy table (:data:`harness._policy.PLATFORMS`:
 ``linux-py<=3.13``, ``linux-py>=3.14``, ``macos``, ``windows``) the view holds one cell: the
@@ -8,8 +8,12 @@ outcome under that platform's *default* start method.
   range) has a result for the case under that method. When several such runners do, the one
   with the newest Python, then the newest torch, supplies the cell, and the runners that
   disagree with it are listed in ``disagree``.
-* **predicted**: no runner of that column ran the case, so the cell is taken from the same start
-  method observed on another runner: a runner of the same OS first, then any, the one with the
+* **emulated**: no runner of that column ran the case, but a runner that emulates that platform
+  with its profile (``harness run --profile macos``: start methods, torch sharing strategy,
+  temp-path length; :data:`harness._policy.PROFILES`) did. Newest Python, then newest torch,
+  first.
+* **predicted**: no runner of that column ran the case, and none emulated it, so the cell is
+  taken from the same start method observed on another runner: a runner of the same OS first, then any, the one with the
   closest Python, then the newest torch. ``runner`` names it. A prediction is never shown as an
   observation; an ``unsupported`` result never predicts anything (the method exists on the
   target platform by construction, because it is that platform's default).
@@ -22,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from harness._policy import PLATFORMS, Platform, platform_of_runner, python_of
+from harness._policy import PLATFORMS, Platform, emulated_platform_of_runner, platform_of_runner, python_of
 
 __all__ = ["compatibility", "platform_summary"]
 
@@ -56,19 +60,23 @@ def platform_summary(runners: list[dict]) -> list[dict]:
     """One entry per policy column: its default method and the runners observed there.
 
     Returns:
-        ``[{"id", "os", "default_method", "methods", "observed_runners"}, ...]`` in
-        :data:`~harness._policy.PLATFORMS` order; ``observed_runners`` is newest first.
+        ``[{"id", "os", "default_method", "methods", "sharing_strategy", "observed_runners",
+        "emulated_runners"}, ...]`` in :data:`~harness._policy.PLATFORMS` order; runner lists
+        are newest first.
     """
     order = {r["id"]: i for i, r in enumerate(runners)}
     out = []
     for plat in PLATFORMS:
         own = [r for r in runners if (p := platform_of_runner(r)) is not None and p.id == plat.id]
+        emu = [r for r in runners if (p := emulated_platform_of_runner(r)) is not None and p.id == plat.id]
         out.append({
             "id": plat.id,
             "os": plat.os,
             "default_method": plat.default_method,
             "methods": list(plat.methods),
+            "sharing_strategy": plat.sharing_strategy,
             "observed_runners": [r["id"] for r in _newest_first(own, order)],
+            "emulated_runners": [r["id"] for r in _newest_first(emu, order)],
         })
     return out
 
@@ -82,8 +90,8 @@ def compatibility(runners: list[dict], results: list[dict]) -> list[dict]:
 
     Returns:
         A list of ``{"case", "platform", "method", "outcome", "kind", "provenance", "runner"}``
-        dicts, sorted by case then column order, where ``provenance`` is ``observed`` or
-        ``predicted``. Optional keys: ``broken`` (the source cell belongs to a broken case),
+        dicts, sorted by case then column order, where ``provenance`` is ``observed``,
+        ``emulated`` or ``predicted``. Optional keys: ``broken`` (the source cell belongs to a broken case),
         ``matches`` (observed cells: whether the outcome agrees with the case's expectation),
         ``disagree`` (observed cells: other runners of the same column with another outcome, as
         ``{"runner", "outcome", "kind"}``).
@@ -101,10 +109,14 @@ def compatibility(runners: list[dict], results: list[dict]) -> list[dict]:
         own = _newest_first((r for r in runners
                              if (p := platform_of_runner(r)) is not None and p.id == plat.id), order)
         own_ids = {r["id"] for r in own}
+        emulating = _newest_first((r for r in runners if (p := emulated_platform_of_runner(r)) is not None
+                                   and p.id == plat.id), order)
         target = _target_python(plat, own, runners)
+        # Prediction sources: observed runners first; runners emulating another platform last.
         others = sorted(
-            (r for r in runners if r["id"] not in own_ids),
-            key=lambda r: (r["os"] != plat.os, _py_distance(python_of(r["python"]), target),
+            (r for r in runners if r["id"] not in own_ids and r not in emulating),
+            key=lambda r: (bool(r.get("emulates")), r["os"] != plat.os,
+                           _py_distance(python_of(r["python"]), target),
                            tuple(-x for x in _torch_key(r["torch"])), order[r["id"]]),
         )
         for cid in cases:
@@ -117,6 +129,12 @@ def compatibility(runners: list[dict], results: list[dict]) -> list[dict]:
                             for o in observed[1:] if (o["outcome"], o["kind"]) != (src["outcome"], src["kind"])]
                 if disagree:
                     cell["disagree"] = disagree
+                cells.append(cell)
+                continue
+            emulated = [index[(cid, r["id"], method)] for r in emulating if (cid, r["id"], method) in index]
+            if emulated:
+                cell = _cell(cid, plat.id, method, emulated[0], "emulated")
+                cell["matches"] = bool(emulated[0].get("matches", True))
                 cells.append(cell)
                 continue
             for r in others:

@@ -72,9 +72,14 @@ def _label(outcome: str, kind: str | None, broken: bool) -> str:
 
 
 def _explicit_runners(matrix: dict) -> list[dict]:
-    """One runner per platform column (the newest observed there), in column order."""
+    """One runner per platform column (the newest observed there, else the newest emulating
+    it), in column order."""
     by_id = {r["id"]: r for r in matrix["runners"]}
-    chosen = [by_id[p["observed_runners"][0]] for p in matrix["platforms"] if p["observed_runners"]]
+    chosen = []
+    for p in matrix["platforms"]:
+        ids = p["observed_runners"] or p.get("emulated_runners", [])
+        if ids and by_id[ids[0]] not in chosen:
+            chosen.append(by_id[ids[0]])
     return chosen or matrix["runners"][:1]
 
 
@@ -118,18 +123,20 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
     fig = plt.figure(figsize=(fig_w, fig_h))
     ax = fig.add_axes((label_w / fig_w, 0.5 / fig_h, unit_w * width / fig_w, unit_h * (n + header) / fig_h))
 
-    def draw(col: float, row: int, outcome: str | None, kind: str | None, broken: bool, predicted: bool) -> None:
+    def draw(col: float, row: int, outcome: str | None, kind: str | None, broken: bool,
+             provenance: str = "observed") -> None:
         if outcome is None:
             ax.add_patch(Rectangle((col, row), 1, 1, facecolor="white", edgecolor="#d0d7de", linewidth=0.6))
             ax.text(col + 0.5, row + 0.5, "·", ha="center", va="center", fontsize=8, color="#8c959f")
             return
+        predicted = provenance == "predicted"
         base = COLOURS["broken" if broken else outcome]
-        face = _lighter(base) if predicted else base
+        face = _lighter(base) if provenance != "observed" else base
         ax.add_patch(Rectangle((col, row), 1, 1, facecolor=face, edgecolor="white", linewidth=1.2,
-                               hatch="////" if predicted else None))
+                               hatch={"predicted": "////", "emulated": "...."}.get(provenance)))
         label = _label(outcome, kind, broken)
         if label:
-            dark = outcome in ("skipped", "unsupported", "wrong", "hang") or predicted
+            dark = outcome in ("skipped", "unsupported", "wrong", "hang") or provenance != "observed"
             ax.text(col + 0.5, row + 0.5, label, ha="center", va="center", fontsize=6.5,
                     color="#1b1f24" if dark else "white", style="italic" if predicted else "normal")
 
@@ -137,15 +144,16 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
         for j, plat in enumerate(platforms):
             c = compat.get((cid, plat["id"]))
             if c is None:
-                draw(j, i, None, None, False, False)
+                draw(j, i, None, None, False)
             else:
-                draw(j, i, c["outcome"], c["kind"], bool(c.get("broken")), c["provenance"] == "predicted")
+                draw(j, i, c["outcome"], c["kind"], bool(c.get("broken")), c["provenance"])
         for j, (runner, method) in enumerate(ex_cols):
             rec = index.get((cid, runner["id"], method))
             if rec is None:
-                draw(x0_right + j, i, None, None, False, False)
+                draw(x0_right + j, i, None, None, False)
             else:
-                draw(x0_right + j, i, rec["outcome"], rec["kind"], bool(rec.get("broken")), False)
+                draw(x0_right + j, i, rec["outcome"], rec["kind"], bool(rec.get("broken")),
+                     "emulated" if runner.get("emulates") else "observed")
 
     # A thin rule between families, across both panels.
     families = [matrix["cases"].get(c, {}).get("family", "") for c in cases]
@@ -165,7 +173,7 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
     for j, plat in enumerate(platforms):
         text = _SHORT_TITLES.get(plat["id"], plat["id"]) + "\n" + plat["default_method"]
         if not plat["observed_runners"]:
-            text += "\n(predicted)"
+            text += "\n(emulated)" if plat.get("emulated_runners") else "\n(predicted)"
         ax.text(j + 0.5, -0.15, text, ha="center", va="bottom", fontsize=6.8,
                 style="normal" if plat["observed_runners"] else "italic")
     if ex_cols:
@@ -176,7 +184,8 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
             span = sum(1 for rr, _ in ex_cols if rr is r)
             if col > x0_right:
                 ax.plot([col, col], [-1.6, n], color="#1b1f24", linewidth=1.0, clip_on=False)
-            ax.text(col + span / 2, -1.25, f"{r['os']} py{'.'.join(r['python'].split('.')[:2])}\n"
+            as_ = f" as {r['emulates']}" if r.get("emulates") else ""
+            ax.text(col + span / 2, -1.25, f"{r['os']}{as_} py{'.'.join(r['python'].split('.')[:2])}\n"
                     f"torch {r['torch'].split('+')[0]}", ha="center", va="bottom", fontsize=6.8)
             col += span
         for j, (_, m) in enumerate(ex_cols):
@@ -184,6 +193,7 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
 
     handles = [Patch(facecolor=COLOURS[o], label=o) for o in
                ("pass", "wrong", "error", "hang", "crash", "unsupported", "skipped", "broken")]
+    handles.append(Patch(facecolor=_lighter(COLOURS["pass"]), hatch="....", label="emulated"))
     handles.append(Patch(facecolor=_lighter(COLOURS["pass"]), hatch="////", label="predicted"))
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=6.8, frameon=False,
                bbox_to_anchor=(0.5, 0.0), handlelength=1.2, columnspacing=1.0)

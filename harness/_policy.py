@@ -35,6 +35,7 @@ __all__ = [
     "available_methods",
     "current_os",
     "default_method",
+    "emulated_platform_of_runner",
     "platform_of",
     "platform_of_runner",
     "python_of",
@@ -125,11 +126,23 @@ def python_of(version: str) -> tuple[int, int]:
 
 
 def platform_of_runner(runner: dict) -> Platform | None:
-    """The policy column a shard's ``runner`` object belongs to, or ``None`` if none covers it."""
+    """The policy column a shard's ``runner`` *observes*, or ``None`` if none covers it.
+
+    A runner that emulates another platform (``runner["emulates"]``) observes no column: its
+    cells are emulations (:func:`emulated_platform_of_runner`), never observations.
+    """
+    if runner.get("emulates"):
+        return None
     try:
         return platform_of(runner["os"], python_of(runner["python"]))
     except (KeyError, ValueError):
         return None
+
+
+def emulated_platform_of_runner(runner: dict) -> Platform | None:
+    """The policy column a runner emulates with a platform profile, or ``None``."""
+    name = runner.get("emulates")
+    return PROFILES.get(name) if isinstance(name, str) else None
 
 
 def profile(name: str) -> Platform:

@@ -6,7 +6,12 @@ Two guards:
   with ``multiprocessing.set_start_method(method, force=True)``, so every ``DataLoader``
   without an explicit ``multiprocessing_context`` starts its workers the way Windows and macOS
   (``spawn``) or Linux on Python 3.14 (``forkserver``) would (CPython docs, "Contexts and
-  start methods").
+  start methods"). A platform name applies that platform's whole profile
+  (:data:`harness._policy.PROFILES`, the same ones ``harness run --profile`` and ``harness
+  reproduce --method`` use): ``windows`` and ``macos`` force ``spawn`` and torch's
+  ``file_system`` sharing strategy, in the test process and in every worker it starts, and
+  ``macos`` makes ``TMPDIR`` as long as a macOS runner's; ``linux-py3.14`` forces
+  ``forkserver``.
 * :func:`assert_spawn_safe` (also ``harness.assert_spawn_safe``) checks a loader or dataset in
   the test's own process, without starting workers, and fails with every path that a spawn
   or forkserver worker start could not pickle (see :mod:`harness._diagnose`).
@@ -24,9 +29,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from harness._diagnose import Diagnosis
 
-__all__ = ["assert_spawn_safe", "pytest_addoption", "pytest_configure"]
+__all__ = ["assert_spawn_safe", "pytest_addoption", "pytest_configure", "pytest_unconfigure"]
 
-_CHOICES = ("fork", "spawn", "forkserver")
+_CHOICES = ("fork", "spawn", "forkserver", "windows", "macos", "linux-py3.14")
+_TEMP_DIR = None  # the emulated long TMPDIR of the session, closed at unconfigure
 
 
 def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosis:
@@ -74,7 +80,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=_CHOICES,
         default=None,
         help="force this multiprocessing start method for the whole test session "
-        "(spawn: as on Windows and macOS; forkserver: as on Linux with Python 3.14)",
+        "(spawn: as on Windows and macOS; forkserver: as on Linux with Python 3.14), or a "
+        "platform's whole profile: windows, macos (spawn and torch's file_system sharing "
+        "strategy), linux-py3.14 (forkserver)",
     )
 
 
@@ -86,9 +94,43 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     import pytest
 
-    method = config.getoption("--mp-start-method", default=None)
-    if not method:
+    from harness._policy import PROFILES, resolve_method_alias
+
+    requested = config.getoption("--mp-start-method", default=None)
+    if not requested:
         return
+    method = resolve_method_alias(requested)
     if method not in multiprocessing.get_all_start_methods():
-        raise pytest.UsageError(f"--mp-start-method: {method!r} is not available on this platform")
+        raise pytest.UsageError(f"--mp-start-method: {requested!r} is not available on this platform")
     multiprocessing.set_start_method(method, force=True)
+    emulating = PROFILES.get(requested)
+    if emulating is not None:
+        _apply_profile(emulating)
+
+
+def _apply_profile(emulating: Any) -> None:
+    """Give this process, and every interpreter it starts, the profile's sharing strategy and
+    temp-path length (workers run :mod:`harness._cellsite`'s start-up hook through ``PYTHONPATH``)."""
+    import os
+
+    global _TEMP_DIR
+    from harness._run import emulated_temp_dir
+    from harness._runner import CELL_SITE_DIR
+
+    os.environ["HARNESS_SHARING_STRATEGY"] = emulating.sharing_strategy
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")) if p)
+    try:
+        import torch.multiprocessing
+    except ImportError:  # pragma: no cover - the harness depends on torch
+        pass
+    else:
+        torch.multiprocessing.set_sharing_strategy(emulating.sharing_strategy)
+    _TEMP_DIR = emulated_temp_dir(emulating)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:  # noqa: ARG001 - the hook's signature
+    """Restore ``TMPDIR`` and remove the emulated temp directory, if a profile made one."""
+    global _TEMP_DIR
+    if _TEMP_DIR is not None:
+        _TEMP_DIR.close()
+        _TEMP_DIR = None

@@ -2,7 +2,7 @@
 the compact Markdown for a CI job summary.
 
 Both documents lead with the compatibility view (what a user gets by default on each platform,
-observed or predicted; see :mod:`harness._compat`), then the cost of each start method, then the
+observed, emulated or predicted; see :mod:`harness._compat`), then the cost of each start method, then the
 explicit-method view per runner, then footnotes (hazard warnings of passing cells, runners that
 disagree), fixes and rejected shards.
 
@@ -23,13 +23,17 @@ from harness._outcomes import METHODS, SYMBOLS
 __all__ = [
     "LEGEND",
     "PLATFORM_TITLES",
+    "PROVENANCE_MARKS",
     "SUMMARY_LIMIT_BYTES",
+    "OUTCOME_WORDS",
     "cell_text",
+    "cell_words",
     "compat_model",
     "cost_model",
     "fmt_bytes",
     "fmt_seconds",
     "md_escape",
+    "platform_provenance",
     "render_html",
     "render_markdown",
     "render_summary",
@@ -68,12 +72,16 @@ COST_FIELDS = (
 )
 
 _PREDICTED_MARK = "†"
+_EMULATED_MARK = "‡"
+#: How each provenance is marked in Markdown: observed cells are plain.
+PROVENANCE_MARKS = {"observed": "", "emulated": _EMULATED_MARK, "predicted": _PREDICTED_MARK}
 
 
 def runner_label(runner: dict) -> str:
-    """Short label for a runner: ``linux py3.11 torch2.13.0``."""
+    """Short label for a runner: ``linux py3.11 torch2.13.0``, ``linux py3.11 torch2.13.0 as macos``."""
     py = ".".join(runner["python"].split(".")[:2])
-    return f"{runner['os']} py{py} torch{runner['torch'].split('+')[0]}"
+    label = f"{runner['os']} py{py} torch{runner['torch'].split('+')[0]}"
+    return f"{label} as {runner['emulates']}" if runner.get("emulates") else label
 
 
 def md_escape(text: str) -> str:
@@ -113,6 +121,20 @@ def _outcome_text(outcome: str, kind: str | None) -> str:
     if outcome not in ("pass", "error"):
         return f"{text} {outcome}"
     return text
+
+
+#: The outcome words the HTML page shows instead of emoji symbols, so it reads the same on a
+#: machine without an emoji font (where every symbol was seen as an empty box).
+OUTCOME_WORDS = {o: o for o in SYMBOLS}
+
+
+def cell_words(outcome: str, kind: str | None, broken: bool = False) -> str:
+    """Plain words for a cell: ``pass``, ``error: pickle``, ``hang``, ``broken case``."""
+    if broken:
+        return "broken case"
+    if outcome == "error" and kind:
+        return f"error: {kind}"
+    return OUTCOME_WORDS.get(outcome, outcome)
 
 
 def cell_text(rec: dict | None) -> str:
@@ -186,6 +208,7 @@ def compat_model(matrix: dict, notes: _Notes | None = None) -> dict:
             cell = dict(entry)
             cell["source"] = src
             cell["text"] = "🚧 broken" if entry.get("broken") else _outcome_text(entry["outcome"], entry["kind"])
+            cell["words"] = cell_words(entry["outcome"], entry["kind"], bool(entry.get("broken")))
             warn = _warning_text(src) if entry["outcome"] == "pass" else ""
             cell["warn"] = notes.ref("w", warn) if warn else None
             cell["disagree_note"] = None
@@ -275,6 +298,7 @@ def runner_model(matrix: dict, notes: _Notes | None = None) -> list[dict]:
                     continue
                 cell = dict(rec)
                 cell["text"] = cell_text(rec)
+                cell["words"] = cell_words(rec["outcome"], rec.get("kind"), bool(rec.get("broken")))
                 warn = _warning_text(rec) if rec["outcome"] == "pass" else ""
                 cell["warn"] = notes.ref("w", warn) if warn else None
                 cell["cost"] = ""
@@ -290,13 +314,22 @@ def runner_model(matrix: dict, notes: _Notes | None = None) -> list[dict]:
     return out
 
 
+def platform_provenance(plat: dict) -> str:
+    """One line on where a compatibility column's cells come from (observed, emulated, predicted)."""
+    if plat["observed_runners"]:
+        return "observed on " + ", ".join(f"`{r}`" for r in plat["observed_runners"])
+    if plat.get("emulated_runners"):
+        return (f"no runner of its own; emulated ({_EMULATED_MARK}) on "
+                + ", ".join(f"`{r}`" for r in plat["emulated_runners"])
+                + f" with its profile (`{plat['default_method']}`, only "
+                + ", ".join(f"`{m}`" for m in plat["methods"])
+                + f", torch `{plat.get('sharing_strategy', 'file_descriptor')}` sharing)")
+    return f"no runner; every cell predicted ({_PREDICTED_MARK}) from {plat['default_method']} on another runner"
+
+
 def _platform_line(plat: dict, matrix: dict) -> str:
     title = PLATFORM_TITLES.get(plat["id"], plat["id"])
-    if plat["observed_runners"]:
-        where = "observed on " + ", ".join(f"`{r}`" for r in plat["observed_runners"])
-    else:
-        where = f"no runner; every cell predicted from {plat['default_method']} on another runner"
-    return f"- **{title}** (`{plat['id']}`, default `{plat['default_method']}`): {where}"
+    return f"- **{title}** (`{plat['id']}`, default `{plat['default_method']}`): {platform_provenance(plat)}"
 
 
 def _md_compat_cell(cell: dict | None) -> str:
@@ -305,6 +338,8 @@ def _md_compat_cell(cell: dict | None) -> str:
     text = md_escape(cell["text"])
     if cell["provenance"] == "predicted":
         text = f"*{text}* {_PREDICTED_MARK}"
+    elif cell["provenance"] == "emulated":
+        text = f"{text} {_EMULATED_MARK}" + (" ‼" if not cell.get("matches", True) else "")
     elif not cell.get("matches", True):
         text += " ‼"
     if cell["warn"]:
@@ -332,15 +367,19 @@ def _md_compat_table(model: dict, with_fix: bool = True) -> list[str]:
 _COMPAT_INTRO = (
     "Each column is what a user gets without choosing a start method: the platform's default "
     "(Linux: `fork` up to Python 3.13, `forkserver` from 3.14; macOS and Windows: `spawn`). "
-    f"Plain cells were observed on a runner of that platform. *Italic cells marked {_PREDICTED_MARK}* "
-    "are predicted: no runner of that platform ran the case, so the outcome is the same start "
-    "method observed on another runner (`matrix.json` names it in `compatibility[].runner`)."
+    "Plain cells were **observed** on a runner of that platform (its OS and Python). "
+    f"Cells marked {_EMULATED_MARK} are **emulated**: a Linux runner reproduced that platform's "
+    "settings with its profile (`harness run --profile`: start methods, torch sharing strategy, "
+    f"temp-path length), which is evidence, but not an observation. *Italic cells marked "
+    f"{_PREDICTED_MARK}* are **predicted**: no runner of that platform ran the case, so the outcome is "
+    "the same start method observed on another runner. `matrix.json` names the source runner of "
+    "every cell in `compatibility[].runner` and its `provenance`."
 )
 
 
 def _legend_line() -> str:
     return ("Legend: " + " · ".join(f"{SYMBOLS[o]} {o}" for o, _ in LEGEND)
-            + f" · *italic* {_PREDICTED_MARK} predicted · ⚡ passed with a hazard warning (footnote) "
+            + f" · {_EMULATED_MARK} emulated · *italic* {_PREDICTED_MARK} predicted · ⚡ passed with a hazard warning (footnote) "
               "· ‼ contradicts the case's expectation · ≠ runners of that platform disagree "
               "· 🚧 broken case (its in-process control failed) · · not run.")
 
@@ -350,8 +389,8 @@ def render_markdown(matrix: dict) -> str:
     notes = _Notes()
     compat = compat_model(matrix, notes)
     out = ["# DataLoader start-method compatibility", ""]
-    out.append(f"Generated by `harness report` at {matrix['generated_utc']} from "
-               f"{len(matrix['runners'])} runner(s): "
+    # No generation time: the committed file must be exactly what the committed shards make.
+    out.append(f"Generated by `harness report` from {len(matrix['runners'])} runner(s): "
                + ", ".join(f"`{r['id']}`" for r in matrix["runners"]) + ".")
     out += ["", "## What you get by default", "", _COMPAT_INTRO, ""]
     out += [_platform_line(p, matrix) for p in compat["platforms"]]
@@ -421,7 +460,7 @@ def render_markdown(matrix: dict) -> str:
 
 
 def _counts_table(compat: dict) -> list[str]:
-    head = ["Platform (default)", "observed", "predicted"] + [SYMBOLS[o] + " " + o for o, _ in LEGEND]
+    head = ["Platform (default)", "observed", "emulated", "predicted"] + [SYMBOLS[o] + " " + o for o, _ in LEGEND]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, plat in enumerate(compat["platforms"]):
         cells = [row["cells"][i] for row in compat["rows"] if row["cells"][i] is not None]
@@ -429,7 +468,8 @@ def _counts_table(compat: dict) -> list[str]:
         outcomes = Counter(c["outcome"] for c in cells)
         lines.append("| " + " | ".join(
             [f"{PLATFORM_TITLES.get(plat['id'], plat['id'])} ({plat['default_method']})",
-             str(prov["observed"]), str(prov["predicted"])] + [str(outcomes[o]) for o, _ in LEGEND]) + " |")
+             str(prov["observed"]), str(prov["emulated"]), str(prov["predicted"])]
+            + [str(outcomes[o]) for o, _ in LEGEND]) + " |")
     return lines
 
 
@@ -462,7 +502,8 @@ def render_summary(matrix: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
              for r in mismatches if not r.get("broken")]
     tail = ([f"**{len(mismatches)} observed cell(s) contradict their expectation:**", ""] + mism + [""]
             if mismatches else ["No observed cell contradicts its expectation.", ""])
-    foot = ["*Italic* † cells are predicted from the same start method on another runner. "
+    foot = [f"{_EMULATED_MARK} cells are emulated with a platform profile on Linux; *italic* "
+            f"{_PREDICTED_MARK} cells are predicted from the same start method on another runner. "
             "The full report (Markdown, HTML, JSON, JUnit, heatmap) is in the report artifact.", ""]
 
     def fits(text: str) -> bool:
@@ -521,5 +562,6 @@ def render_html(matrix: dict, heatmap: str | None = None) -> str:
     return _ENV.get_template("matrix.html.j2").render(
         matrix=matrix, compat=compat, views=views, cost=cost_model(matrix), notes=notes.items,
         symbols=SYMBOLS, legend=LEGEND, titles=PLATFORM_TITLES, fmt=_fmt, heatmap=heatmap,
-        predicted_mark=_PREDICTED_MARK,
+        predicted_mark=_PREDICTED_MARK, emulated_mark=_EMULATED_MARK, words=OUTCOME_WORDS,
+        provenance=platform_provenance,
     )

@@ -10,8 +10,10 @@ the same classifier the matrix uses, and the verdict is mapped to the catalogue 
 the same mechanism, whose ``fix`` names the repair.
 
 Platform names (``windows``, ``macos``, ``linux``, ``linux-py3.14``) replay that platform's
-default start method (:func:`harness._policy.resolve_method_alias`); the Python version is this
-interpreter's.
+default start method (:func:`harness._policy.resolve_method_alias`); ``windows`` and ``macos``
+also apply that platform's profile (:data:`harness._policy.PROFILES`): torch's ``file_system``
+sharing strategy in the script and every worker, and, for ``macos``, a ``TMPDIR`` as long as a
+macOS runner's. The Python version is this interpreter's.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from harness._catalogue import Case, default_catalogue_dir
 from harness._classify import Verdict, classify
 from harness._outcomes import METHODS
-from harness._policy import available_methods, resolve_method_alias
+from harness._policy import PROFILES, available_methods, resolve_method_alias
 from harness._runner import DEFAULT_WORKERS, CellSpec, kill_live_cells, launch_cell
 
 __all__ = ["Reproduction", "ScriptSpec", "hint_for", "reproduce", "reproduce_command", "resolve_method"]
@@ -127,9 +129,14 @@ def _pick(candidates: list[str], exclude: tuple[str, ...] = ()):
     return pick_case(candidates, exclude)
 
 
-_QUOTED_TYPE = re.compile(r"cannot pickle '([^']+)' object")
-_LOCAL_NAME = re.compile(r"local object '([^']+)'")
-_MAIN_ATTR = re.compile(r"Can't get attribute '([^']+)' on <module '__(?:mp_)?main__'( \(built-in\))?")
+# Every Python's wording (see harness._classify): 3.14 says "cannot pickle 'BufferedReader'
+# instances" (no module prefix), "Can't pickle local object <function f.<locals>.g at 0x...>",
+# and "module '__mp_main__' has no attribute 'f'".
+_QUOTED_TYPE = re.compile(r"cannot pickle '([^']+)' (?:object|instances)")
+_LOCAL_NAME = re.compile(r"local object (?:'([^']+)'|<(?:function|class) '?([\w.<>]+?)'?(?: at 0x[0-9a-f]+)?>)")
+_MAIN_ATTR = re.compile(r"Can't get attribute '([^']+)' on <module '__(?:mp_)?main__'( \(built-in\))?|"
+                        r"module '(__main__|__mp_main__)' has no attribute '([^']+)'")
+_IO_TYPES = ("BufferedReader", "BufferedWriter", "BufferedRandom", "TextIOWrapper", "FileIO")
 
 
 def _pickle_candidates(text: str) -> tuple[list[str], tuple[str, ...]]:
@@ -138,15 +145,17 @@ def _pickle_candidates(text: str) -> tuple[list[str], tuple[str, ...]]:
         return (["transform-lambda", "collate-fn-lambda"], ())
     local = _LOCAL_NAME.search(text)
     if local:
-        last = local.group(1).rsplit(".", 1)[-1]
+        last = (local.group(1) or local.group(2)).rsplit(".", 1)[-1]
         if last[:1].isupper():
             return (["dataset-class-in-function"], ())
         return (["transform-local-def", "transform-closure-captures-local"], ())
     quoted = _QUOTED_TYPE.search(text)
     if quoted:
         t = quoted.group(1)
-        if t.startswith("_io."):
+        if t.startswith("_io.") or t in _IO_TYPES:
             return (["dataset-open-file"], ())
+        if t.startswith("itertools."):
+            return (["dataset-itertools-cycle", "*itertools*"], ())
         if t.startswith("sqlite3."):
             return (["dataset-sqlite-connection", "*sqlite*"], ())
         if t == "module":
@@ -182,10 +191,14 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None) -> str | None:
         candidates = ["entry-no-main-guard", "*no-main-guard*"]
     elif verdict.kind == "main-attribute":
         m = _MAIN_ATTR.search(text)
-        if m and m.group(2):
+        name = (m.group(1) or m.group(4) or "") if m else ""
+        # No module to re-import: a REPL, notebook or piped script ("(built-in)" up to 3.13;
+        # from 3.14 the worker looks the name up on its own '__main__', not '__mp_main__').
+        interactive = bool(m and (m.group(2) or m.group(3) == "__main__"))
+        if interactive:
             candidates = (["interactive-stdin-dataset-class", "interactive-stdin-def", "*interactive*"]
-                          if m.group(1)[:1].isupper() else ["interactive-stdin-def", "*interactive*"])
-        elif m and m.group(1)[:1].isupper():
+                          if name[:1].isupper() else ["interactive-stdin-def", "*interactive*"])
+        elif name[:1].isupper():
             candidates = ["entry-class-inside-main-guard", "*class*main-guard*", "entry-def-inside-main-guard"]
         else:
             candidates = ["entry-def-inside-main-guard", "*inside-main-guard*"]
@@ -263,9 +276,17 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
         root=abspath.parent,
         script=True,
     )
+    emulating = PROFILES.get(method)
     spec = ScriptSpec(case=case, method=resolved, num_workers=DEFAULT_WORKERS, timeout_s=timeout_s,
-                      argv=tuple(argv), cwd=cwd or os.getcwd())
-    run = launch_cell(spec)
+                      profile=emulating.id if emulating else None, argv=tuple(argv), cwd=cwd or os.getcwd())
+    from harness._run import emulated_temp_dir
+
+    long_temp = emulated_temp_dir(emulating) if emulating else None
+    try:
+        run = launch_cell(spec)
+    finally:
+        if long_temp is not None:
+            long_temp.close()
     verdict = classify(run.observation)
     tail = [line for line in run.observation.stderr.splitlines() if line.strip()][-12:]
     return Reproduction(
