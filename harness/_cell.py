@@ -45,7 +45,9 @@ def _write_json(path: str, data: dict) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f)
-    os.replace(tmp, path)
+    from harness._fileio import replace_file
+
+    replace_file(tmp, path)
 
 
 def _exc_fields(exc: BaseException) -> dict:

@@ -158,10 +158,10 @@ def _kind_of(text: str) -> tuple[str | None, str | None]:
     lines = text.splitlines()
     for kind, pat in _KIND_PATTERNS:
         hits = [i for i, line in enumerate(lines) if pat.search(line) and not _is_source_line(lines, i)]
-        if not hits and pat.search(text):  # a pattern that spans lines
-            m = pat.search(text)
-            assert m is not None
-            hits = [text.count("\n", 0, m.end())]
+        if not hits:  # a pattern that spans lines (a wrapped message)
+            m = next((m for m in pat.finditer(text) if "\n" in m.group(0)), None)
+            if m is not None:
+                hits = [text.count("\n", 0, m.end())]
         if not hits:
             continue
         blocks = [_exception_block(lines, i) for i in hits]

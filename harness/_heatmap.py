@@ -14,6 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from harness._fileio import replace_file
 from harness._outcomes import METHODS
 
 __all__ = ["COLOURS", "MISSING_NOTE", "render_heatmap"]
@@ -206,7 +207,7 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
+        replace_file(tmp, path)
     finally:
         plt.close(fig)
         if os.path.exists(tmp):

@@ -121,6 +121,10 @@ class TreeSampler:
             background: run the fast sampling thread; default: on Linux only.
         """
         self.pid = pid
+        #: The process that runs the cell's Python: ``pid`` itself, or its only child when
+        #: ``pid`` is a launcher stub (see :meth:`_see_through_launcher`).
+        self.cell_pid = pid
+        self._launcher_checked = False
         self.parent_peak_rss = 0
         self._lock = threading.Lock()
         self._procs: dict[int, psutil.Process] = {}
@@ -176,13 +180,13 @@ class TreeSampler:
         """``(pid, is a direct child)`` for every descendant of the cell; ``None`` if it is gone."""
         if _FAST_CHILDREN:
             out: list[tuple[int, bool]] = []
-            todo = [self.pid]
+            todo = [self.cell_pid]
             while todo:
                 parent = todo.pop()
                 kids = _linux_children(parent)
                 if kids is None:
                     break
-                out.extend((k, parent == self.pid) for k in kids)
+                out.extend((k, parent == self.cell_pid) for k in kids)
                 todo.extend(kids)
             else:
                 return out
@@ -202,6 +206,7 @@ class TreeSampler:
         if self._proc is None:
             return False
         with self._lock:
+            self._see_through_launcher()
             try:
                 rss = self._proc.memory_info().rss
             except psutil.Error:
@@ -222,6 +227,34 @@ class TreeSampler:
                     self._procs[pid] = proc
                 self._sample_one(pid, proc, direct, now)
         return True
+
+    def _see_through_launcher(self) -> None:
+        """Re-root the tree at the real interpreter when the cell process is a launcher stub.
+
+        On Windows, a virtual environment's ``Scripts\\python.exe`` is a small launcher that
+        starts the base interpreter with the same arguments and waits for it (``venv`` docs,
+        "How venvs work"). Measured naively, the stub would be the "parent" (a few MB) and the
+        real cell interpreter its first "worker". A stub is recognised, once its child exists,
+        as a process with exactly one child, another executable, and the same arguments.
+        """
+        if self._launcher_checked or self._proc is None or self.cell_pid != self.pid:
+            return
+        try:
+            kids = self._proc.children(recursive=False)
+            if not kids:
+                return
+            self._launcher_checked = True
+            if len(kids) != 1:
+                return
+            child = kids[0]
+            if child.cmdline()[1:] != self._proc.cmdline()[1:] or child.exe() == self._proc.exe():
+                return
+        except (psutil.Error, OSError):
+            return
+        self.cell_pid = child.pid
+        self._procs[child.pid] = child
+        self._proc = child
+        self.parent_peak_rss = 0
 
     def _sample_one(self, pid: int, proc: psutil.Process, direct: bool, now: float) -> None:
         try:

@@ -22,12 +22,14 @@ from pathlib import Path
 import jsonschema
 
 from harness import __version__
+from harness._fileio import replace_file
 from harness._policy import Platform, available_methods, current_os, default_method, machine_arch
 
 __all__ = [
     "SCHEMA_VERSION",
     "ShardError",
     "read_shard",
+    "replace_file",
     "runner_info",
     "schema",
     "shard_filename",
@@ -121,7 +123,7 @@ def write_json_atomic(path: Path, data: dict) -> None:
             json.dump(data, f, indent=1, ensure_ascii=False)
             f.write("\n")
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be read by others
-        os.replace(tmp, path)
+        replace_file(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)

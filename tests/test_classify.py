@@ -110,3 +110,93 @@ def test_no_result_and_clean_exit_is_other_error():
 
 def test_decisive_line_is_empty_without_errors():
     assert decisive_stderr_line("just some output\n") == (None, "")
+
+
+# -- Python 3.14, observed: stderr captured from real cells on CPython 3.14.10 (Debian sid), torch
+# 2.13.0, paths replaced. The expected kinds are the catalogue's (the case's expect_kind).
+
+def test_py314_forkserver_parent_connection_reset_defers_to_bootstrap_in_stderr():
+    # 3.14's forkserver imports __main__ itself; the unguarded DataLoader start kills it, and
+    # the parent only sees its connection to the forkserver reset.
+    stderr = (DATA / "py314-bootstrap-forkserver-connreset.txt").read_text()
+    v = classify(raised("ConnectionResetError", "[Errno 104] Connection reset by peer", stderr=stderr))
+    assert (v.outcome, v.kind) == ("error", "bootstrap")
+    assert v.root_cause.startswith("RuntimeError: An attempt has been made to start a new process")
+    assert v.message == "ConnectionResetError: [Errno 104] Connection reset by peer"
+
+
+def test_py314_main_attribute_wording():
+    stderr = (DATA / "py314-main-attribute-spawn.txt").read_text()
+    v = classify(raised("RuntimeError", WORKER_EXITED_1, stderr=stderr))
+    assert (v.outcome, v.kind) == ("error", "main-attribute")
+    assert v.root_cause == "AttributeError: module '__mp_main__' has no attribute 'add_one'"
+
+
+def test_py314_forkserver_that_cannot_import_main_is_worker_died_with_its_error():
+    stderr = (DATA / "py314-preload-main-stdin-forkserver.txt").read_text()
+    v = classify(raised("ConnectionResetError", "[Errno 104] Connection reset by peer", stderr=stderr))
+    assert (v.outcome, v.kind) == ("error", "worker-died")
+    assert v.root_cause.startswith("FileNotFoundError: [Errno 2] No such file or directory") and "<stdin>" in v.root_cause
+
+
+@pytest.mark.parametrize(("message", "notes"), [
+    ("cannot pickle 'BufferedReader' instances",
+     ["when serializing dict item 'f'", "when serializing cases.resources.dataset_open_file.RecordFile state"]),
+    ("cannot pickle 'itertools.cycle' object", []),
+])
+def test_py314_pickle_wordings_keep_their_notes(message, notes):
+    v = classify(raised("TypeError", message, notes))
+    assert (v.outcome, v.kind) == ("error", "pickle")
+    assert v.root_cause.startswith(f"TypeError: {message}")
+    assert all(n in v.root_cause for n in notes)
+
+
+def test_a_secondary_parent_error_without_any_child_error_stays_other():
+    v = classify(raised("BrokenPipeError", "[Errno 32] Broken pipe", stderr=""))
+    assert (v.outcome, v.kind, v.root_cause) == ("error", "other", "BrokenPipeError: [Errno 32] Broken pipe")
+
+
+@pytest.mark.parametrize(("code", "name"), [
+    (3221225477, "STATUS_ACCESS_VIOLATION (0xC0000005)"),   # Windows GetExitCodeProcess, unsigned
+    (-1073741819, "STATUS_ACCESS_VIOLATION (0xC0000005)"),  # the same code read as a signed int
+    (3221225725, "STATUS_STACK_OVERFLOW (0xC00000FD)"),
+])
+def test_windows_ntstatus_exit_is_a_crash(code, name):
+    v = classify(Observation(code, False, None, ""))
+    assert (v.outcome, v.root_cause) == ("crash", f"killed by {name}")
+
+
+def test_windows_worker_exit_code_names_the_ntstatus():
+    v = classify(raised("RuntimeError", "DataLoader worker (pid(s) 11892) exited unexpectedly with exit code 3221225477"))
+    assert (v.outcome, v.kind) == ("error", "worker-died")
+    assert "STATUS_ACCESS_VIOLATION" in v.root_cause
+
+
+def test_worker_killed_by_signal_is_read_from_stderr_too():
+    stderr = "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n"
+    v = classify(raised("RuntimeError", WORKER_EXITED_1, stderr=stderr))
+    assert (v.outcome, v.kind) == ("error", "worker-died")
+    assert v.root_cause.startswith("ERROR: Unexpected bus error encountered in worker.")
+
+
+def test_source_lines_quoted_in_a_traceback_are_not_evidence():
+    stderr = ('Traceback (most recent call last):\n  File "/x/reduction.py", line 51, in dumps\n'
+              "    raise PicklingError(msg)\nKeyError: 'shard-3'\n")
+    assert decisive_stderr_line(stderr) == (None, "KeyError: 'shard-3'")
+
+
+def test_an_older_classifiers_verdict_is_re_derived_from_the_evidence():
+    from harness._classify import CLASSIFIER_VERSION
+    from harness._merge import refresh_verdict
+
+    stderr = (DATA / "py314-main-attribute-spawn.txt").read_text()
+    old = {"case": "entry-def-inside-main-guard", "method": "spawn", "outcome": "error", "kind": "worker-died",
+           "message": f"RuntimeError: {WORKER_EXITED_1}", "root_cause": f"RuntimeError: {WORKER_EXITED_1}",
+           "expected": "error", "expected_kind": "main-attribute", "matches": False, "classifier": 1,
+           "evidence": {"returncode": 0, "timed_out": False, "status": "raised", "exc_type": "RuntimeError",
+                        "message": WORKER_EXITED_1, "notes": []},
+           "stderr_tail": stderr}
+    new = refresh_verdict(old)
+    assert (new["outcome"], new["kind"], new["matches"]) == ("error", "main-attribute", True)
+    assert new["classifier"] == CLASSIFIER_VERSION and old["kind"] == "worker-died"  # the input is not changed
+    assert refresh_verdict({k: v for k, v in old.items() if k != "evidence"}) ["kind"] == "worker-died"

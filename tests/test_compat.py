@@ -101,3 +101,55 @@ def test_platform_summary_lists_observed_runners_newest_first():
     assert summary["linux-py<=3.13"]["observed_runners"] == [b["runner"]["id"], a["runner"]["id"]]
     assert summary["macos"]["observed_runners"] == []
     assert compatibility([], []) == []
+
+
+def _emulating(shard: dict, profile: str) -> dict:
+    """``shard`` as ``harness run --profile PROFILE`` writes it on the same Linux machine."""
+    import copy
+
+    from harness._policy import PROFILES
+
+    out = derive(shard, os_name="linux", python=shard["runner"]["python"],
+                 methods=PROFILES[profile].methods, default="spawn")
+    out = copy.deepcopy(out)
+    rid = out["runner"]["id"] + f"-as-{profile}"
+    out["runner"].update(id=rid, emulates=profile,
+                         profile={"id": profile, "methods": list(PROFILES[profile].methods),
+                                  "sharing_strategy": "file_system", "temp_dir_chars": PROFILES[profile].temp_dir_chars})
+    for rec in out["results"]:
+        rec["runner"] = rid
+    return out
+
+
+def test_an_emulating_runner_is_emulated_never_observed():
+    linux = linux_shard()
+    mac = _emulating(linux, "macos")
+    assert platform_of_runner(mac["runner"]) is None  # its real OS is Linux, but it observes nothing
+    matrix = _merged(linux, mac)
+    assert validate_matrix(matrix) == []
+    cells = _cells(matrix, "transform-lambda")
+    assert (cells["macos"]["provenance"], cells["macos"]["runner"]) == ("emulated", mac["runner"]["id"])
+    assert cells["linux-py<=3.13"]["provenance"] == "observed"
+    assert cells["linux-py<=3.13"]["runner"] == linux["runner"]["id"]
+    # Nothing emulates Windows or Linux 3.14: predicted, and never from the emulating runner.
+    assert cells["windows"]["provenance"] == "predicted" and cells["windows"]["runner"] == linux["runner"]["id"]
+    plats = {p["id"]: p for p in matrix["platforms"]}
+    assert plats["macos"]["emulated_runners"] == [mac["runner"]["id"]] and plats["macos"]["observed_runners"] == []
+
+
+def test_an_observed_runner_wins_over_an_emulated_one():
+    linux = linux_shard()
+    matrix = _merged(_emulating(linux, "windows"), windows_shard(linux), linux)
+    assert _cells(matrix, "transform-lambda")["windows"]["provenance"] == "observed"
+
+
+def test_markdown_shows_the_three_provenances_apart():
+    from harness._render import render_markdown
+
+    linux = linux_shard()
+    md = render_markdown(_merged(linux, _emulating(linux, "macos")))
+    section = md.split("## What you get by default", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in section.splitlines() if line.startswith("| `transform-lambda` |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "✅" and cells[3].endswith("‡") and cells[2].startswith("*") and cells[2].endswith("†")
+    assert "emulated (‡) on `linux-x86_64-py3.11-torch2.13.0+cpu-as-macos`" in section

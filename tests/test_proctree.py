@@ -79,3 +79,56 @@ def test_background_thread_ends_with_the_sampler():
     finally:
         proc.kill()
         proc.wait()
+
+
+# A launcher stub as a Windows venv's Scripts\python.exe is one: it starts the real interpreter
+# with the same arguments and waits for it. Built here from C, as the real stub is a small
+# native program (argv[0] is kept, so the two command lines are equal; the executables differ).
+STUB_C = r"""
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    pid_t pid = fork();
+    if (pid == 0) { execv(REAL_PYTHON, argv); _exit(127); }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+"""
+
+STUB_SCRIPT = textwrap.dedent("""
+    import multiprocessing as mp, time
+
+    def work():
+        block = bytearray(48 * 2**20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(0.8)
+
+    if __name__ == "__main__":
+        p = mp.get_context("fork").Process(target=work)
+        p.start(); p.join()
+""")
+
+
+def test_sampler_sees_through_a_launcher_stub(tmp_path):
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build a launcher stub")
+    src = tmp_path / "stub.c"
+    src.write_text(STUB_C, encoding="utf-8")
+    stub = tmp_path / "python"
+    subprocess.run([cc, f'-DREAL_PYTHON="{sys.executable}"', "-o", str(stub), str(src)], check=True, timeout=60)
+    script = tmp_path / "cell.py"
+    script.write_text(STUB_SCRIPT, encoding="utf-8")
+    proc = subprocess.Popen([str(stub), str(script)])
+    sampler = TreeSampler(proc.pid)
+    proc.wait(timeout=60)
+    sampler.stop()
+    assert sampler.cell_pid != proc.pid  # the real interpreter, not the stub
+    assert len(sampler.workers_seen) == 1  # the worker only; the interpreter is not a worker
+    assert sampler.parent_peak_rss > 5 * 2**20  # the interpreter's RSS, not the stub's few hundred KiB
+    assert sampler.worker_peak_rss > 48 * 2**20

@@ -84,11 +84,19 @@ def test_html_leads_with_default_view_marks_predicted_and_escapes(matrix):
     html = render_html(matrix)
     assert html.index('id="default"') < html.index('id="cost"') < html.index('id="explicit"')
     default = html[html.index('id="default"'):html.index('id="cost"')]
-    predicted = re.findall(r'<td class="cell [a-z]+ predicted"', default)
-    observed = re.findall(r'<td class="cell [a-z]+"', default)
+    predicted = re.findall(r'<td class="cell [a-z-]+ predicted"', default)
+    observed = re.findall(r'<td class="cell [a-z-]+ observed[ "]', default)
     n = len({r["case"] for r in matrix["results"]})
     assert len(predicted) == 2 * n and len(observed) == 2 * n
     assert "<script" not in html and "<style>" in html
+
+
+def test_html_needs_no_emoji_font(matrix):
+    """Every outcome is shown in words: a machine without an emoji font showed only empty boxes."""
+    html = render_html(matrix)
+    emoji = [ch for ch in html if (ord(ch) >= 0x2190 or ch == "‼") and ch not in "†‡≠·–—…≤≥→←"]
+    assert not emoji, sorted(set(emoji))
+    assert "error: pickle" in html and ">pass<" in html.replace("\n", "")
 
 
 def test_summary_full_then_short_forms(matrix):
@@ -101,7 +109,7 @@ def test_summary_full_then_short_forms(matrix):
     limit = len(short.encode()) - 1
     counts = render_summary(matrix, limit_bytes=limit)
     assert len(counts.encode()) <= limit and "counts per platform" in counts
-    assert "| Windows (spawn) | 8 | 0 |" in counts  # 8 cases observed on Windows, none predicted
+    assert "| Windows (spawn) | 8 | 0 | 0 |" in counts  # 8 cases observed on Windows, none emulated or predicted
     with pytest.raises(ValueError):
         render_summary(matrix, limit_bytes=100)
 
