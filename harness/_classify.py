@@ -58,7 +58,7 @@ class Verdict:
 
 #: Bumped whenever a rule below changes what a verdict would be; a result record names the
 #: version that made its verdict, and :func:`reclassify` re-derives older ones from their evidence.
-CLASSIFIER_VERSION = 3
+CLASSIFIER_VERSION = 5
 
 # (kind, pattern) in priority order; the first pattern found in the text decides. Each pattern
 # holds every wording we have seen for that mechanism, from Python 3.8 to 3.14, Linux, macOS,
@@ -78,7 +78,10 @@ _KIND_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         r"module '__(?:mp_)?main__' has no attribute '[^']+'")),
     ("context-mix", re.compile(r"SemLock created in a \w+ context is being shared with a process in a \w+ context|"
                                r"A SemLock created in a fork context")),
-    ("cuda-reinit", re.compile(r"Cannot re-initialize CUDA in forked subprocess")),
+    # A forked worker that touches the CUDA context its parent created: torch's own check, or
+    # the driver's "initialization error" when the check is bypassed (torch/cuda/__init__.py).
+    ("cuda-reinit", re.compile(r"Cannot re-initialize CUDA in forked subprocess|"
+                               r"CUDA error: initialization error")),
     ("daemonic", re.compile(r"daemonic processes are not allowed to have children")),
     # torch's file_descriptor sharing strategy: recvmsg got no descriptor (EMFILE in the
     # receiver), or torch's own "Too many open files" hint (torch/utils/data/dataloader.py).
@@ -120,6 +123,10 @@ _NTSTATUS = {
     0xC0000135: "STATUS_DLL_NOT_FOUND",
     0xC0000142: "STATUS_DLL_INIT_FAILED",
 }
+# A spawn child that finds its parent's pipe empty while it unpickles the process object: on
+# Windows the child prints this when the parent's own pickling failed (the parent's error is
+# often missing from a pasted report).
+_LOST_PROCESS_OBJECT = re.compile(r"reduction\.pickle\.load\(from_parent\)\s*\n(?:.*\n)*?\s*EOFError: Ran out of input")
 _WORKER_CAUGHT = re.compile(r"Caught (\w+) in DataLoader worker process \d+")
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(?:\w*Error|\w*Exception|\w*Warning|KeyboardInterrupt|SystemExit)\b.*$|"
                        r"^_pickle\.PicklingError.*$")
@@ -351,6 +358,9 @@ def classify_traceback(text: str) -> Verdict:
         return Verdict("error", "worker-exception", f"{caught.group(1)}: {caught.group(0)}", root or caught.group(0))
     if kind:
         return Verdict("error", kind, headline or (line or ""), line or "")
+    lost = _LOST_PROCESS_OBJECT.search(text)
+    if lost:  # only the child's half was pasted: the parent failed to pickle what it had to send
+        return Verdict("error", "pickle", headline, lost.group(0).strip().splitlines()[-1].strip())
     if sig:
         return Verdict("error", "worker-died", headline, f"worker killed by signal: {sig.group(1)}")
     if _WORKER_EXITED.search(text):

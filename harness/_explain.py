@@ -158,6 +158,11 @@ def explain_case(case: Case, catalogue: Catalogue, matrix: dict | None, matrix_n
     out.write("Expected\n")
     for m in METHODS:
         out.write(f"  {m:<11} {_outcome(case.expect[m], case.expect_kind.get(m))}\n")
+    for entry in case.expect_when:
+        where = ", ".join(f"{key} {entry[key]}" for key in ("python", "sharing_strategy") if key in entry)
+        changes = ", ".join(f"{m} {_outcome(o, entry.get('expect_kind', {}).get(m))}"
+                            for m, o in entry.get("expect", {}).items())
+        out.write(f"  where {where}: {changes}\n")
     out.write("\nWhy\n")
     out.write(wrap(case.why) + "\n")
     out.write("\nSources\n")

@@ -1,51 +1,105 @@
-"""The committed reports/COMPATIBILITY.md: its case list matches the catalogue, and columns with no
-runner of their own are marked predicted in every cell."""
+"""The committed observations: ``reports/shards/`` and the ``reports/COMPATIBILITY.md`` made of them.
+
+* ``COMPATIBILITY.md`` is exactly what ``harness report`` makes of the committed shards (it is
+  generated, never edited by hand), and lists every case of the catalogue;
+* the shards hold observed runs of at least four Python minors, 3.14 among them, and the two
+  emulated platforms, so the ``linux-py>=3.14`` column is observed and macOS and Windows are
+  emulated;
+* re-derived with this classifier, no observed or emulated cell contradicts the case's own
+  expectation (the catalogue's declared truth, not the classifier's), no error is of kind
+  ``other``, and every ``pickle``, ``main-attribute`` and ``bootstrap`` root cause carries its
+  decisive line.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from harness._catalogue import discover
+from harness._merge import load_shards, merge
+from harness._policy import python_of
 
-REPORT = Path(__file__).resolve().parent.parent / "reports" / "COMPATIBILITY.md"
+ROOT = Path(__file__).resolve().parent.parent
+REPORT = ROOT / "reports" / "COMPATIBILITY.md"
+SHARDS = ROOT / "reports" / "shards"
+
+#: What each kind's decisive line says, in every Python's wording (the mechanism, not one text).
+DECISIVE = {
+    "pickle": re.compile(r"[Pp]ickl|pickle|cannot be pickled"),
+    "main-attribute": re.compile(r"Can't get attribute '[^']+' on <module '__(mp_)?main__'|"
+                                 r"module '__(mp_)?main__' has no attribute '[^']+'"),
+    "bootstrap": re.compile(r"An attempt has been made to start a new process before the\s+current process "
+                            r"has finished its bootstrapping phase"),
+}
 
 
 @pytest.fixture(scope="module")
-def default_view() -> tuple[list[str], list[list[str]]]:
-    """The platform lines and the table rows of the report's "What you get by default" section."""
-    if not REPORT.exists():
-        pytest.fail(f"{REPORT} is missing: run 'nox -s matrix' (or harness run + harness report) and commit it")
+def matrix() -> dict:
+    valid, rejected = load_shards(SHARDS)
+    assert not rejected, rejected
+    return merge(valid, rejected)
+
+
+def test_report_is_exactly_what_the_committed_shards_make(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "harness", "report", "--shards", str(SHARDS), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    made = (tmp_path / "COMPATIBILITY.md").read_text(encoding="utf-8")
+    assert made == REPORT.read_text(encoding="utf-8"), (
+        "reports/COMPATIBILITY.md differs from what 'harness report' makes of reports/shards/: "
+        "regenerate it with 'harness report' and commit it")
+
+
+def test_case_list_is_not_stale():
     text = REPORT.read_text(encoding="utf-8")
-    assert "\n## What you get by default\n" in text, "the report does not lead with the default view"
     section = text.split("\n## What you get by default\n", 1)[1].split("\n## ", 1)[0]
-    platforms = [ln for ln in section.splitlines() if ln.startswith("- **")]
-    rows = [[c.strip() for c in re.split(r"(?<!\\)\|", ln.strip())[1:-1]]
-            for ln in section.splitlines() if ln.startswith("| `")]
-    return platforms, rows
-
-
-def test_case_list_is_not_stale(default_view):
-    _, rows = default_view
-    in_report = [re.fullmatch(r"`([^`]+)`", row[0]).group(1) for row in rows]
+    in_report = [m.group(1) for m in re.finditer(r"^\| `([^`]+)` \|", section, flags=re.M)]
     assert len(in_report) == len(set(in_report)), "a case appears twice"
     catalogue = {case.id for case in discover().cases}
-    missing = sorted(catalogue - set(in_report))
-    extra = sorted(set(in_report) - catalogue)
-    assert not missing and not extra, (
-        f"reports/COMPATIBILITY.md is stale: missing {missing}, no longer in the catalogue {extra}; "
-        "regenerate it with 'nox -s matrix'")
+    assert set(in_report) == catalogue, (sorted(catalogue - set(in_report)), sorted(set(in_report) - catalogue))
 
 
-def test_columns_without_a_runner_are_predicted_in_every_cell(default_view):
-    platforms, rows = default_view
-    assert len(platforms) == 4
-    for col, line in enumerate(platforms, start=1):
-        cells = [row[col] for row in rows]
-        if "no runner" in line:
-            assert all(c.startswith("*") and "†" in c for c in cells), line
-    observed = [i for i, line in enumerate(platforms, start=1) if "observed on" in line]
-    assert observed, "no column was observed on a real runner"
-    assert any("†" not in row[i] for row in rows for i in observed)
+def test_observed_pythons_and_emulated_platforms(matrix):
+    observed = [r for r in matrix["runners"] if not r.get("emulates")]
+    minors = {python_of(r["python"]) for r in observed}
+    assert len(minors) >= 4 and (3, 14) in minors, minors
+    assert all(r["complete"] for r in matrix["runners"])
+    plats = {p["id"]: p for p in matrix["platforms"]}
+    assert plats["linux-py>=3.14"]["observed_runners"]
+    assert plats["linux-py<=3.13"]["observed_runners"]
+    for name in ("macos", "windows"):
+        assert not plats[name]["observed_runners"] and plats[name]["emulated_runners"], name
+    provenance = {(c["platform"], c["provenance"]) for c in matrix["compatibility"]}
+    assert {("linux-py>=3.14", "observed"), ("macos", "emulated"), ("windows", "emulated")} <= provenance
+    assert not any(p == "predicted" for _, p in provenance)
+
+
+def test_no_cell_contradicts_its_case_and_every_root_cause_is_decisive(matrix):
+    problems = []
+    for rec in matrix["results"]:
+        where = f"{rec['case']} [{rec['method']}] on {rec['runner']}"
+        if rec.get("broken"):
+            problems.append(f"{where}: broken case")
+        elif not rec["matches"]:
+            problems.append(f"{where}: expected {rec['expected']}/{rec.get('expected_kind')}, "
+                            f"got {rec['outcome']}/{rec['kind']}: {rec['root_cause'][:200]}")
+        if rec["outcome"] == "error" and rec["kind"] == "other":
+            problems.append(f"{where}: kind other: {rec['root_cause'][:200]}")
+        pattern = DECISIVE.get(rec["kind"] or "")
+        if rec["outcome"] == "error" and pattern and not pattern.search(rec["root_cause"]):
+            problems.append(f"{where}: {rec['kind']} root cause lacks its decisive line: {rec['root_cause'][:200]}")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_committed_record_keeps_its_evidence():
+    for path in sorted(SHARDS.glob("*.json")):
+        shard = json.loads(path.read_text(encoding="utf-8"))
+        for rec in shard["results"]:
+            if rec["outcome"] != "unsupported":
+                assert "evidence" in rec and "classifier" in rec, (path.name, rec["case"], rec["method"])

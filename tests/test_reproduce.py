@@ -113,3 +113,29 @@ def test_hang_is_killed_with_its_tree_at_the_timeout(capsys):
     assert time.monotonic() - t0 < 60
     assert "killed with its whole process tree" in result["hint"]
     assert _live(str(USER / "stalls.py")) == []
+
+
+@pytest.mark.parametrize(("kind", "root_cause", "case"), [
+    # Python 3.11 and 3.14 wordings of the same mechanisms (observed in cells on each).
+    ("pickle", "TypeError: cannot pickle '_io.BufferedReader' object", "dataset-open-file"),
+    ("pickle", "TypeError: cannot pickle 'BufferedReader' instances (when serializing dict item 'f')", "dataset-open-file"),
+    ("main-attribute", "AttributeError: Can't get attribute 'add_one' on <module '__mp_main__' from '/x/train.py'>",
+     "entry-def-inside-main-guard"),
+    ("main-attribute", "AttributeError: module '__mp_main__' has no attribute 'add_one'", "entry-def-inside-main-guard"),
+    ("main-attribute", "AttributeError: module '__mp_main__' has no attribute 'SquaresDataset'",
+     "entry-class-inside-main-guard"),
+    ("pickle", "AttributeError: Can't pickle local object 'run.<locals>.<lambda>'", "transform-lambda"),
+    ("pickle", "_pickle.PicklingError: Can't pickle local object <function run.<locals>.<lambda> at 0x7f3a2c1b9d00>",
+     "transform-lambda"),
+    ("pickle", "_pickle.PicklingError: Can't pickle local object <function run.<locals>.add at 0x7f3a2c1b9d00>",
+     "transform-local-def"),
+    ("pickle", "TypeError: cannot pickle 'itertools.cycle' object", "dataset-itertools-cycle"),
+    ("bootstrap", "RuntimeError: An attempt has been made to start a new process before the current process has "
+     "finished its bootstrapping phase.", "entry-no-main-guard"),
+])
+def test_hint_names_the_same_case_on_every_python(kind, root_cause, case):
+    from harness._classify import Verdict
+    from harness._reproduce import hint_for
+
+    hint = hint_for(Verdict("error", kind, root_cause, root_cause))
+    assert hint is not None and hint.startswith(f"matches catalogue case {case} ("), hint
