@@ -4,8 +4,16 @@ Every session installs torch from ``HARNESS_TORCH`` (default ``torch==2.13.0``).
 Set ``HARNESS_TORCH_INDEX_URL`` to take torch from another index, for example
 PyTorch's CPU-only wheel index on Linux CI runners.
 
-Sessions run on the interpreter nox itself runs on, so a CI job's Python
-version is the one that ``actions/setup-python`` installed.
+``matrix``, ``run``, ``tests`` and ``regression`` are parametrized over every Python
+that pyproject.toml's trove classifiers list (``nox -l`` shows ``tests-3.10`` ...
+``tests-3.14``): ``nox -s tests`` runs each of them that is installed here, and
+``nox -s tests-3.11`` or ``nox -s tests --force-python 3.11`` runs one.
+``report``, ``lint`` and ``bench`` run on the interpreter nox itself runs on.
+
+A missing interpreter (not installed, or a version-manager shim that does not run)
+is skipped locally and is an error when the ``CI`` environment variable is set, so
+CI names the one interpreter it installed with ``--force-python``. Interpreters are
+never downloaded; ``--download-python auto`` on the command line allows it.
 """
 
 from __future__ import annotations
@@ -14,9 +22,16 @@ import os
 
 import nox
 
+nox.needs_version = ">=2025.10.14"  # --download-python, python_versions() from classifiers
+
 nox.options.default_venv_backend = "virtualenv"
 nox.options.sessions = ["matrix"]
 nox.options.reuse_existing_virtualenvs = True
+# nox's own default, made explicit: skip a missing interpreter locally, fail on CI.
+nox.options.error_on_missing_interpreters = "CI" in os.environ
+nox.options.download_python = "never"
+
+PYTHONS = nox.project.python_versions(nox.project.load_toml("pyproject.toml"))
 
 TORCH = os.environ.get("HARNESS_TORCH", "torch==2.13.0")
 TORCH_INDEX_URL = os.environ.get("HARNESS_TORCH_INDEX_URL", "")
@@ -32,7 +47,7 @@ def _install(session: nox.Session, *extras: str) -> None:
     session.install(spec)
 
 
-@nox.session
+@nox.session(python=PYTHONS)
 def matrix(session: nox.Session) -> None:
     """Run the whole catalogue under every start method, then write the report."""
     _install(session, "plot")
@@ -40,7 +55,7 @@ def matrix(session: nox.Session) -> None:
     session.run("harness", "report")
 
 
-@nox.session
+@nox.session(python=PYTHONS)
 def run(session: nox.Session) -> None:
     """Run the catalogue and write this runner's shard to reports/shards/ (no report)."""
     _install(session)
@@ -54,14 +69,15 @@ def report(session: nox.Session) -> None:
     session.run("harness", "report", *session.posargs)
 
 
-@nox.session
+@nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """Fast test suite (pytest with pytest-xdist); the full catalogue is the regression session."""
     _install(session, "test", "plot")
+    session.install("nox")  # tests/test_workflow.py asks nox itself which sessions CI selects
     session.run("pytest", "-n", "auto", "-m", "not catalogue", *session.posargs)
 
 
-@nox.session
+@nox.session(python=PYTHONS)
 def regression(session: nox.Session) -> None:
     """Full catalogue through pytest-xdist: fails on any cell whose outcome contradicts expect."""
     _install(session, "test")

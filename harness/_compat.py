@@ -26,7 +26,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from harness._policy import PLATFORMS, Platform, emulated_platform_of_runner, platform_of_runner, python_of
+from harness._policy import (
+    PLATFORMS,
+    Platform,
+    emulated_platform_of_runner,
+    platform_of_runner,
+    python_of,
+)
 
 __all__ = ["compatibility", "platform_summary"]
 

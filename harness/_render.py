@@ -321,9 +321,9 @@ def platform_provenance(plat: dict) -> str:
     if plat.get("emulated_runners"):
         return (f"no runner of its own; emulated ({_EMULATED_MARK}) on "
                 + ", ".join(f"`{r}`" for r in plat["emulated_runners"])
-                + f" with its profile (`{plat['default_method']}`, only "
+                + " with its profile (start methods "
                 + ", ".join(f"`{m}`" for m in plat["methods"])
-                + f", torch `{plat.get('sharing_strategy', 'file_descriptor')}` sharing)")
+                + f"; torch `{plat.get('sharing_strategy', 'file_descriptor')}` sharing)")
     return f"no runner; every cell predicted ({_PREDICTED_MARK}) from {plat['default_method']} on another runner"
 
 

@@ -34,7 +34,14 @@ from pathlib import Path
 import psutil
 
 from harness._catalogue import Case
-from harness._classify import CLASSIFIER_VERSION, EVIDENCE_CHARS, Observation, Verdict, classify, evidence_of
+from harness._classify import (
+    CLASSIFIER_VERSION,
+    EVIDENCE_CHARS,
+    Observation,
+    Verdict,
+    classify,
+    evidence_of,
+)
 from harness._outcomes import IN_PROCESS, matches_expectation
 from harness._policy import available_methods, profile
 from harness._proctree import TreeSampler, kill_tree

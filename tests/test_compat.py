@@ -152,4 +152,4 @@ def test_markdown_shows_the_three_provenances_apart():
     row = next(line for line in section.splitlines() if line.startswith("| `transform-lambda` |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "✅" and cells[3].endswith("‡") and cells[2].startswith("*") and cells[2].endswith("†")
-    assert "emulated (‡) on `linux-x86_64-py3.11-torch2.13.0+cpu-as-macos`" in section
+    assert "emulated (‡) on `linux-x86_64-py3.11-torch2.13.0+cpu-as-macos` with its profile (start methods" in section
