@@ -6,6 +6,15 @@ classify by mechanism, not by one Python version's wording: Python 3.14 raises
 ``PicklingError`` where 3.11 raised ``AttributeError`` (CPython gh-122213 also adds
 ``__notes__`` such as ``when serializing dict item 'transform'``), so every pattern below
 accepts both spellings, and the real text is kept in ``message`` and ``root_cause``.
+
+When the parent only lost a worker (or, on Python 3.14, the forkserver that preloads
+``__main__``), its own exception is secondary: ``ConnectionResetError``, ``BrokenPipeError``,
+``EOFError: Ran out of input``. The worker's stderr then decides. Patterns are tested on stderr
+observed on every Python from 3.10 to 3.14 (the committed shards, ``tests/data/stderr/``) and on
+tracebacks from public reports on Windows, macOS and notebooks (``tests/data/tracebacks/``).
+
+A result record keeps the evidence (:func:`evidence_of`) and the :data:`CLASSIFIER_VERSION`
+that judged it, so :func:`reclassify` re-derives an older verdict without running the cell again.
 """
 
 from __future__ import annotations

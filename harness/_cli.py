@@ -106,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="worker count for the payload total (default: the loader's; 2 for a Dataset)")
     diag.add_argument("--json", action="store_true", help="print one JSON object")
 
+    cls = sub.add_parser("classify", help="classify a traceback pasted from a failed run (a file, or - for stdin)")
+    cls.add_argument("file", metavar="FILE", nargs="?", default="-",
+                     help="a text file with the console output, parent and worker tracebacks together "
+                     "(default: - reads stdin)")
+    cls.add_argument("--json", action="store_true", help="print one JSON object")
+
     repro = sub.add_parser("reproduce", help="run your script as __main__ under a forced start method",
                            usage="harness reproduce SCRIPT [--method METHOD] [--timeout S] [--json] [-- ARGS ...]",
                            epilog="Everything after -- is passed to the script as sys.argv[1:].")
@@ -152,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return diagnose_command(args.target, method=args.method, as_json=args.json,
                                 num_workers=args.num_workers)
+    if args.command == "classify":
+        from harness._reproduce import classify_command
+
+        return classify_command(args.file, as_json=args.json)
     if args.command == "reproduce":
         from harness._reproduce import reproduce_command
 

@@ -33,7 +33,8 @@ from harness._outcomes import METHODS
 from harness._policy import PROFILES, available_methods, resolve_method_alias
 from harness._runner import DEFAULT_WORKERS, CellSpec, kill_live_cells, launch_cell
 
-__all__ = ["Reproduction", "ScriptSpec", "hint_for", "reproduce", "reproduce_command", "resolve_method"]
+__all__ = ["Reproduction", "ScriptSpec", "classify_command", "hint_for", "reproduce", "reproduce_command",
+           "resolve_method"]
 
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -328,3 +329,47 @@ def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DE
     else:
         print(result.format_text())
     return 0 if result.verdict.outcome == "pass" else 1
+
+
+#: Largest traceback ``harness classify`` reads, in bytes; a longer input keeps its end.
+CLASSIFY_MAX_BYTES = 4 * 2**20
+
+
+def classify_command(file: str, as_json: bool = False) -> int:
+    """``harness classify FILE``: classify a pasted traceback, name the mechanism and the case.
+
+    Uses :func:`harness._classify.classify_traceback` and :func:`hint_for`. ``-`` reads stdin.
+
+    Returns:
+        1 when an error was recognised (a finding), 0 when the text holds no error line, 2 when
+        the file cannot be read.
+    """
+    from harness._classify import classify_traceback
+
+    try:
+        if file == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(file, "rb") as f:
+                data = f.read()
+    except OSError as exc:
+        print(f"harness classify: {file}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    text = data[-CLASSIFY_MAX_BYTES:].decode("utf-8", errors="replace")
+    verdict = classify_traceback(text)
+    if not verdict.root_cause and not verdict.message:
+        print(json.dumps({"outcome": None, "kind": None, "root_cause": "", "hint": None}) if as_json
+              else "no error line found")
+        return 0
+    hint = hint_for(verdict)
+    if as_json:
+        print(json.dumps({"outcome": verdict.outcome, "kind": verdict.kind, "root_cause": verdict.root_cause,
+                          "message": verdict.message, "hint": hint}, indent=2))
+    else:
+        print(f"{verdict.outcome} ({verdict.kind})")
+        print(f"  root cause: {verdict.root_cause}")
+        if verdict.message and verdict.message != verdict.root_cause:
+            print(f"  last error: {verdict.message}")
+        if hint:
+            print(f"hint: {hint}")
+    return 1

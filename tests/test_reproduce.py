@@ -139,3 +139,17 @@ def test_hint_names_the_same_case_on_every_python(kind, root_cause, case):
 
     hint = hint_for(Verdict("error", kind, root_cause, root_cause))
     assert hint is not None and hint.startswith(f"matches catalogue case {case} ("), hint
+
+
+def test_classify_command_reads_a_pasted_traceback(tmp_path, capsys):
+    corpus = Path(__file__).parent / "data" / "tracebacks" / "windows-bootstrap-brokenpipe.txt"
+    assert main(["classify", str(corpus), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert (out["outcome"], out["kind"]) == ("error", "bootstrap")
+    assert out["hint"].startswith("matches catalogue case entry-no-main-guard (")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("all good\n", encoding="utf-8")
+    assert main(["classify", str(empty)]) == 0
+    assert main(["classify", str(tmp_path / "missing.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"harness classify: {tmp_path / 'missing.txt'}: cannot read: No such file or directory"
