@@ -7,6 +7,7 @@ exactly as in a user's CI; its tests start real DataLoader workers.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -147,3 +148,36 @@ def test_readme_example_runs_as_documented(tmp_path):
     (pkg / "data.py").write_text(loader_code.format(name="add_one", transform="add_one"))
     proc = _session(tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+_PROFILE_INNER = '''
+import multiprocessing
+import os
+import torch.multiprocessing
+
+
+def report(q):
+    import torch.multiprocessing as tmp
+    q.put(tmp.get_sharing_strategy())
+
+
+def test_profile():
+    assert multiprocessing.get_start_method() == "spawn"
+    assert torch.multiprocessing.get_sharing_strategy() == "file_system"
+    assert len(os.environ["TMPDIR"]) == 49  # a macOS runner's /var/folders/xx/<28>/T/
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=report, args=(q,))
+    p.start()
+    assert q.get(timeout=120) == "file_system"  # the worker too
+    p.join()
+'''
+
+
+def test_a_platform_name_applies_the_whole_profile(tmp_path):
+    (tmp_path / "test_inner.py").write_text(_PROFILE_INNER)
+    tmpdir_before = os.environ.get("TMPDIR")
+    proc = _session(tmp_path, "--mp-start-method=macos")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "1 passed" in proc.stdout
+    assert os.environ.get("TMPDIR") == tmpdir_before
