@@ -31,7 +31,7 @@ SHARDS = ROOT / "reports" / "shards"
 
 #: What each kind's decisive line says, in every Python's wording (the mechanism, not one text).
 DECISIVE = {
-    "pickle": re.compile(r"[Pp]ickl|pickle|cannot be pickled"),
+    "pickle": re.compile(r"[Pp]ickl|Can't get local object"),  # 3.13 says "Can't get local object"
     "main-attribute": re.compile(r"Can't get attribute '[^']+' on <module '__(mp_)?main__'|"
                                  r"module '__(mp_)?main__' has no attribute '[^']+'"),
     "bootstrap": re.compile(r"An attempt has been made to start a new process before the\s+current process "
