@@ -35,6 +35,9 @@ __all__ = ["FAST_INTERVAL_S", "TreeSampler", "USS_INTERVAL_S", "kill_tree"]
 # arguments merely mention "forkserver" (a cell's own spec does) for a helper.
 _HELPER_COMMAND = re.compile(r"from multiprocessing\.(?:resource_tracker|forkserver|semaphore_tracker) import main")
 
+#: Seconds after start during which a child that is still a copy of the cell process may yet
+#: turn out to be a launcher stub's interpreter (it has not called exec yet).
+LAUNCHER_WAIT_S = 2.0
 #: Seconds between two samples of the background thread (Linux; elsewhere the caller's cadence).
 FAST_INTERVAL_S = 0.01
 #: Seconds between two USS readings of one process (each walks its page tables): often while
@@ -125,6 +128,7 @@ class TreeSampler:
         #: ``pid`` is a launcher stub (see :meth:`_see_through_launcher`).
         self.cell_pid = pid
         self._launcher_checked = False
+        self._started = time.monotonic()
         self.parent_peak_rss = 0
         self._lock = threading.Lock()
         self._procs: dict[int, psutil.Process] = {}
@@ -243,16 +247,25 @@ class TreeSampler:
             kids = self._proc.children(recursive=False)
             if not kids:
                 return
-            self._launcher_checked = True
             if len(kids) != 1:
+                self._launcher_checked = True
                 return
             child = kids[0]
-            if child.cmdline()[1:] != self._proc.cmdline()[1:] or child.exe() == self._proc.exe():
+            if child.cmdline()[1:] != self._proc.cmdline()[1:]:
+                self._launcher_checked = True
+                return
+            if child.exe() == self._proc.exe():
+                # Same program and arguments: a launcher between its fork and its exec (POSIX),
+                # or a process that forked itself. Look again until LAUNCHER_WAIT_S has passed.
+                if time.monotonic() - self._started > LAUNCHER_WAIT_S:
+                    self._launcher_checked = True
                 return
         except (psutil.Error, OSError):
             return
+        self._launcher_checked = True
         self.cell_pid = child.pid
         self._procs[child.pid] = child
+        self._seen.pop(child.pid, None)  # sampled as a child before it was known for the cell
         self._proc = child
         self.parent_peak_rss = 0
 
