@@ -126,7 +126,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``harness`` command line; returns the exit code."""
+    """Run the ``harness`` command line; returns the exit code.
+
+    A reader that closes the output early (``harness list --json | head``) ends the command
+    quietly, as POSIX tools do, with exit code 141 (128 + SIGPIPE) and no traceback.
+    """
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:
+        import os
+
+        try:  # stdout is gone: point it at devnull so the interpreter's final flush is quiet
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141
+
+
+def _dispatch(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     script_args: list[str] = []
     if "--" in argv and "reproduce" in argv[: argv.index("--")]:  # reproduce SCRIPT ... -- ARGS

@@ -128,7 +128,7 @@ def observed_lines(case_id: str, matrix: dict) -> list[str]:
 def _load_matrix(path: Path) -> tuple[dict | None, str | None]:
     """``(matrix, None)``, or ``(None, reason)`` when it is absent or unusable."""
     if not path.exists():
-        return None, f"no report at {path}; run 'harness run' then 'harness report' to observe this case"
+        return None, f"no report at {path}; 'harness report' renders one from the committed shards in reports/shards/ (or run 'harness run' first to observe this case here)"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

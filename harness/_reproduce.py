@@ -177,7 +177,7 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None) -> str | None:
     ``entry-def-inside-main-guard`` (or an interactive-``__main__`` case for
     ``<module '__main__' (built-in)>``); ``pickle`` → the case for the object the pickler names
     (lambda, local function or class, open file, sqlite connection, module ...);
-    ``context-mix``, ``cuda-reinit`` and ``daemonic`` → the case of that family. Each hint gives
+    ``context-mix``, ``cuda-reinit``, ``daemonic`` and ``fd-limit`` → the case of that family. Each hint gives
     the case's fix case and its file in the catalogue.
 
     Returns:
@@ -211,6 +211,8 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None) -> str | None:
         candidates = ["cuda-init-before-fork", "*cuda*"]
     elif verdict.kind == "daemonic":
         candidates = ["loader-in-daemonic-pool", "*daemon*"]
+    elif verdict.kind == "fd-limit":
+        candidates = ["fd-limit-many-tensors", "fd-limit-*"]
     elif "unable to resize file" in text:
         candidates = ["dataset-torch-generator", "*torch-generator*"]
     case = _pick(candidates, exclude) if candidates else None

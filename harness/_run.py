@@ -163,7 +163,9 @@ def run_catalogue(
         isolation: ``auto`` (``warm`` on Linux, else ``fresh``), ``warm`` or ``fresh``;
             recorded in the shard's ``runner.isolation``.
         resume: continue the shard already in ``out_dir``: keep its results, run only the
-            selected cells it lacks. Its isolation and timeout must match.
+            selected cells it lacks. Its isolation and timeout must match. Without it, a
+            shard already in ``out_dir`` keeps the cells this selection does not run (a
+            narrower run replaces only its own cells).
         profile: emulate a platform (``macos``, ``windows``; :data:`harness._policy.PROFILES`):
             its start methods (others are ``unsupported``), its torch sharing strategy, and
             its temp-directory length (the run's ``TMPDIR`` is made that long). The shard's
@@ -228,6 +230,7 @@ def run_catalogue(
     by_id = {c.id: c for c in catalogue.cases}
     table = case_table(cases)
     records: list[dict] = []
+    carried_complete = True
     if resume:
         if previous is None:
             print(f"harness run: --resume: {problem or f'{shard_path}: no shard to resume'}", file=sys.stderr)
@@ -245,6 +248,17 @@ def run_catalogue(
         specs = [s for s in specs if s.key not in finished]
     elif problem:
         print(f"harness run: not using durations from the previous shard: {problem}", file=sys.stderr)
+    elif previous is not None:
+        # A narrower run (--cases, --methods) replaces only the cells it runs: the other cells
+        # already observed in this runner's shard are kept, never silently dropped.
+        selected = {s.key for s in specs}
+        records = [r for r in previous["results"] if r["case"] in by_id and (r["case"], r["method"]) not in selected]
+        if records:
+            kept_cases = {r["case"] for r in records}
+            table = {**{c: m for c, m in previous.get("cases", {}).items() if c in kept_cases}, **table}
+            carried_complete = bool(previous.get("complete", True))
+            print(f"harness run: keeping {len(records)} cell(s) of {shard_path} that this selection "
+                  "does not run", file=sys.stderr)
     known = durations(previous)
     specs = longest_first(specs, known)
     expected = {s.key: estimate(s, known) for s in specs}
@@ -318,7 +332,7 @@ def run_catalogue(
               "interpreters", file=sys.stderr)
     for line in mark_broken(records, by_id):
         print(f"harness run: {line}", file=sys.stderr)
-    save(complete=True)
+    save(complete=carried_complete)
     wall = time.monotonic() - t0
     # A broken case is a defect of the case (named above, one line each), not a start-method
     # finding, so its cells are not listed as mismatches; it still makes the run fail.

@@ -60,3 +60,10 @@ def test_broken_case_module_is_named_and_others_still_list(tmp_path):
     assert json.loads(proc.stdout) == []
     (line,) = proc.stderr.strip().splitlines()
     assert "broken.py" in line and "syntax error" in line
+
+
+def test_a_reader_that_closes_early_gets_no_traceback():
+    proc = subprocess.run(f"{sys.executable} -m harness list --json | head -c 10", shell=True,
+                          capture_output=True, text=True, timeout=120)
+    assert len(proc.stdout) == 10
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr

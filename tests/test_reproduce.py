@@ -130,6 +130,7 @@ def test_hang_is_killed_with_its_tree_at_the_timeout(capsys):
     ("pickle", "_pickle.PicklingError: Can't pickle local object <function run.<locals>.add at 0x7f3a2c1b9d00>",
      "transform-local-def"),
     ("pickle", "TypeError: cannot pickle 'itertools.cycle' object", "dataset-itertools-cycle"),
+    ("fd-limit", "RuntimeError: received 0 items of ancdata", "fd-limit-many-tensors"),
     ("bootstrap", "RuntimeError: An attempt has been made to start a new process before the current process has "
      "finished its bootstrapping phase.", "entry-no-main-guard"),
 ])

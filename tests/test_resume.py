@@ -221,3 +221,28 @@ def test_even_a_killed_harness_leaves_no_cell_behind_when_warm(tmp_path):
     proc.kill()
     proc.wait()
     assert _leftovers(mark, grace=10) == []
+
+
+def test_a_narrower_run_keeps_the_cells_it_does_not_run(tmp_path):
+    """Checking one case (README, "How to add a case") must not drop a runner's other cells."""
+    fixtures = Path(__file__).parent / "fixture_cases"
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "harness", "run", "--catalogue", str(fixtures),
+                               "--out", str(tmp_path), *args], capture_output=True, text=True, env=env, timeout=300)
+
+    first = run("--cases", "fixture-good", "--methods", "in-process", "fork")
+    assert first.returncode == 0, first.stderr
+    (path,) = tmp_path.glob("*.json")
+    before = json.loads(path.read_text())
+    assert len(before["results"]) == 2 and before["complete"]
+    second = run("--cases", "fixture-good", "--methods", "fork")
+    assert second.returncode == 0, second.stderr
+    assert "keeping 1 cell(s)" in second.stderr
+    after = json.loads(path.read_text())
+    assert sorted((r["case"], r["method"]) for r in after["results"]) == [("fixture-good", "fork"),
+                                                                         ("fixture-good", "in-process")]
+    assert after["complete"]
+    kept = next(r for r in after["results"] if r["method"] == "in-process")
+    assert kept == next(r for r in before["results"] if r["method"] == "in-process")
