@@ -147,7 +147,7 @@ def _literal(node: ast.AST, path: Path):
     return ast.literal_eval(node)
 
 
-_PYTHON_CONDITION = re.compile(r"^(>=|<=|==|>|<)\s*3\.(\d+)$")
+_PYTHON_CONDITION = re.compile(r"^(>=|<=|==|>|<)\s*3\.([0-9]{1,3})$")
 _CONDITION_KEYS = {"python", "sharing_strategy", "expect", "expect_kind"}
 SHARING_STRATEGIES = ("file_descriptor", "file_system")
 
@@ -174,7 +174,7 @@ def _check_expect_when(meta: dict, path: Path) -> None:
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise CatalogueError(f"{where}[{i}] must be a dict")
-        unknown = sorted(set(entry) - _CONDITION_KEYS)
+        unknown = sorted(repr(k) if not isinstance(k, str) else k for k in set(entry) - _CONDITION_KEYS)
         if unknown:
             raise CatalogueError(f"{where}[{i}] has unknown keys: {', '.join(unknown)}")
         if "python" not in entry and "sharing_strategy" not in entry:
@@ -182,7 +182,8 @@ def _check_expect_when(meta: dict, path: Path) -> None:
         if "python" in entry and not (isinstance(entry["python"], str) and _PYTHON_CONDITION.match(entry["python"].strip())):
             raise CatalogueError(f"{where}[{i}]['python'] must look like '>=3.14', got {entry['python']!r}")
         if "sharing_strategy" in entry and entry["sharing_strategy"] not in SHARING_STRATEGIES:
-            raise CatalogueError(f"{where}[{i}]['sharing_strategy'] must be one of {', '.join(SHARING_STRATEGIES)}")
+            raise CatalogueError(f"{where}[{i}]['sharing_strategy'] must be one of {', '.join(SHARING_STRATEGIES)}, "
+                                 f"got {entry['sharing_strategy']!r}")
         for key, allowed in (("expect", OUTCOMES), ("expect_kind", KINDS)):
             part = entry.get(key, {})
             if not isinstance(part, dict) or any(m not in METHODS or v not in allowed for m, v in part.items()):

@@ -135,7 +135,20 @@ _NTSTATUS = {
 # A spawn child that finds its parent's pipe empty while it unpickles the process object: on
 # Windows the child prints this when the parent's own pickling failed (the parent's error is
 # often missing from a pasted report).
-_LOST_PROCESS_OBJECT = re.compile(r"reduction\.pickle\.load\(from_parent\)\s*\n(?:.*\n)*?\s*EOFError: Ran out of input")
+_LOST_MARK = "reduction.pickle.load(from_parent)"
+_LOST_LINE = "EOFError: Ran out of input"
+
+
+def _lost_process_object(text: str) -> bool:
+    """Whether a child's unpickling of its process object ran out of input (a few lines on)."""
+    at = text.find(_LOST_MARK)
+    while at != -1:
+        after = text[at + len(_LOST_MARK):].lstrip("\r\n ").splitlines()[:6]
+        if any(line.strip().startswith(_LOST_LINE) for line in after):
+            return True
+        at = text.find(_LOST_MARK, at + 1)
+    return False
+
 _WORKER_CAUGHT = re.compile(r"Caught (\w+) in DataLoader worker process \d+")
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(?:\w*Error|\w*Exception|\w*Warning|KeyboardInterrupt|SystemExit)\b.*$|"
                        r"^_pickle\.PicklingError.*$")
@@ -367,9 +380,8 @@ def classify_traceback(text: str) -> Verdict:
         return Verdict("error", "worker-exception", f"{caught.group(1)}: {caught.group(0)}", root or caught.group(0))
     if kind:
         return Verdict("error", kind, headline or (line or ""), line or "")
-    lost = _LOST_PROCESS_OBJECT.search(text)
-    if lost:  # only the child's half was pasted: the parent failed to pickle what it had to send
-        return Verdict("error", "pickle", headline, lost.group(0).strip().splitlines()[-1].strip())
+    if _lost_process_object(text):  # only the child's half was pasted: the parent failed to pickle
+        return Verdict("error", "pickle", headline, _LOST_LINE)
     if sig:
         return Verdict("error", "worker-died", headline, f"worker killed by signal: {sig.group(1)}")
     if _WORKER_EXITED.search(text):

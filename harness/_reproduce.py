@@ -333,8 +333,34 @@ def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DE
     return 0 if result.verdict.outcome == "pass" else 1
 
 
-#: Largest traceback ``harness classify`` reads, in bytes; a longer input keeps its end.
+#: Largest traceback ``harness classify`` keeps, in bytes; a longer input keeps its end.
 CLASSIFY_MAX_BYTES = 4 * 2**20
+#: Most bytes ``harness classify`` reads from a stream it cannot seek (a pipe, a device).
+CLASSIFY_STREAM_LIMIT_BYTES = 64 * 2**20
+
+
+def _read_tail(f) -> bytes:
+    """The last :data:`CLASSIFY_MAX_BYTES` of ``f``: seeking on a regular file, else reading at
+    most :data:`CLASSIFY_STREAM_LIMIT_BYTES` (an endless stream such as ``/dev/zero`` stops there)."""
+    try:
+        if f.seekable():
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - CLASSIFY_MAX_BYTES))
+            return f.read(CLASSIFY_MAX_BYTES)
+    except (OSError, ValueError):
+        pass
+    tail = bytearray()
+    total = 0
+    while total < CLASSIFY_STREAM_LIMIT_BYTES:
+        chunk = f.read(2**20)
+        if not chunk:
+            break
+        total += len(chunk)
+        tail += chunk
+        if len(tail) > CLASSIFY_MAX_BYTES:
+            del tail[: len(tail) - CLASSIFY_MAX_BYTES]
+    return bytes(tail)
 
 
 def classify_command(file: str, as_json: bool = False) -> int:
@@ -350,14 +376,16 @@ def classify_command(file: str, as_json: bool = False) -> int:
 
     try:
         if file == "-":
-            data = sys.stdin.buffer.read()
+            if sys.stdin is None:
+                raise OSError("standard input is closed")
+            data = _read_tail(sys.stdin.buffer)
         else:
             with open(file, "rb") as f:
-                data = f.read()
+                data = _read_tail(f)
     except OSError as exc:
         print(f"harness classify: {file}: cannot read: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    text = data[-CLASSIFY_MAX_BYTES:].decode("utf-8", errors="replace")
+    text = data.decode("utf-8", errors="replace").replace("\x00", "")
     verdict = classify_traceback(text)
     if not verdict.root_cause and not verdict.message:
         print(json.dumps({"outcome": None, "kind": None, "root_cause": "", "hint": None}) if as_json

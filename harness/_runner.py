@@ -373,6 +373,8 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
     """
     _become_subreaper()
     workdir = Path(tempfile.mkdtemp(prefix="hc-", dir=cell_temp_root()))
+    with _LIVE_LOCK:
+        _LIVE_DIRS.add(workdir)
     result_path = workdir / "result.json"
     stderr_path = workdir / "stderr.txt"
     stdout_path = workdir / "stdout.txt"
@@ -389,7 +391,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
             child = template.fork(argv=["-m", *args], env=env, cwd=str(workdir),
                                   stdout=str(stdout_path), stderr=str(stderr_path))
         except TemplateError as exc:
-            shutil.rmtree(workdir, ignore_errors=True)
+            _remove_workdir(workdir)
             if stop is not None and stop.is_set():  # the run is being interrupted: start nothing
                 return CellRun(Observation(None, False, None, ""), 0.0, 0, 0, 0, 0, [])
             template.failed = True
@@ -439,7 +441,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
     if child.lost and template is not None and not (stop is not None and stop.is_set()):
         template.failed = True
         _warn_once("warm template died; cells start fresh interpreters from now on")
-        shutil.rmtree(workdir, ignore_errors=True)
+        _remove_workdir(workdir)
         return launch_cell(spec, stop=stop, slot=slot)
     result = None
     if result_path.exists():
@@ -451,7 +453,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
         stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         stderr = ""
-    shutil.rmtree(workdir, ignore_errors=True)
+    _remove_workdir(workdir)
     return CellRun(
         observation=Observation(child.returncode, timed_out, result, stderr),
         wall_s=wall,
@@ -545,6 +547,7 @@ def mark_broken(records: list[dict], cases: dict[str, Case]) -> list[str]:
 
 
 _LIVE: dict[int, TreeSampler] = {}
+_LIVE_DIRS: set[Path] = set()  # work folders of cells not yet cleaned up
 _LIVE_LOCK = threading.Lock()
 
 
@@ -565,11 +568,23 @@ def _unregister(pid: int) -> None:
 
 
 def kill_live_cells() -> None:
-    """Kill every cell process tree still running (used on interrupt)."""
+    """Kill every cell process tree still running, and remove the work folders of cells that
+    were launched but not cleaned up (used on interrupt)."""
     with _LIVE_LOCK:
         live = list(_LIVE.items())
     for pid, sampler in live:
         kill_tree(pid, sampler.procs.values())
+    with _LIVE_LOCK:
+        dirs = list(_LIVE_DIRS)
+    for d in dirs:
+        _remove_workdir(d)
+
+
+def _remove_workdir(workdir: Path) -> None:
+    """Remove a cell's work folder and forget it."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    with _LIVE_LOCK:
+        _LIVE_DIRS.discard(workdir)
 
 
 def _join(threads: list[threading.Thread], timeout: float | None = None) -> None:

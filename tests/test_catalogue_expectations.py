@@ -57,6 +57,8 @@ def test_strategy_dependent_cases(catalogue):
     ('{"python": ">=3.14", "expected": {"spawn": "error"}}', "unknown keys: expected"),
     ('{"python": ">=3.14", "expect": {"spawn": "broken"}}', "['expect'] must map start methods to known values"),
     ('{"sharing_strategy": "file-system", "expect": {"spawn": "error"}}', "['sharing_strategy'] must be one of"),
+    ('{"python": ">=3.10", 1: "x", "zz": 2}', "unknown keys: 1, zz"),
+    ('{"python": ">=3.' + "9" * 5000 + '", "expect": {"spawn": "error"}}', "['python'] must look like '>=3.14'"),
 ])
 def test_a_malformed_expect_when_is_one_line_naming_the_file(tmp_path, entry, message):
     cat = tmp_path / "cat"
