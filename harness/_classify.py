@@ -152,6 +152,9 @@ def _lost_process_object(text: str) -> bool:
 _WORKER_CAUGHT = re.compile(r"Caught (\w+) in DataLoader worker process \d+")
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?(?:\w*Error|\w*Exception|\w*Warning|KeyboardInterrupt|SystemExit)\b.*$|"
                        r"^_pickle\.PicklingError.*$")
+#: The kinds a "Caught X in DataLoader worker process N" re-raise can carry, instead of
+#: ``worker-exception``.
+_CAUGHT_KINDS = ("cuda-reinit", "context-mix", "daemonic", "fd-limit")
 #: The kinds a worker's stderr can establish on its own.
 _WORKER_KINDS = ("bootstrap", "main-attribute", "pickle", "context-mix", "cuda-reinit", "daemonic", "fd-limit")
 
@@ -322,7 +325,7 @@ def classify(obs: Observation) -> Verdict:
     caught = _WORKER_CAUGHT.search(text)
     if caught:
         kind, line = _kind_of(text)
-        if kind in ("cuda-reinit", "context-mix", "daemonic", "fd-limit"):
+        if kind in _CAUGHT_KINDS:
             return Verdict("error", kind, headline, line or headline)
         # The original exception is the last exception line of the worker's traceback.
         _, original = decisive_stderr_line(res.get("message", ""))
@@ -373,7 +376,7 @@ def classify_traceback(text: str) -> Verdict:
     headline = f"{exc_type}: {message}" if message else exc_type
     caught = _WORKER_CAUGHT.search(text)
     kind, line = _kind_of(text)
-    if caught and kind not in ("cuda-reinit", "context-mix", "daemonic", "fd-limit"):
+    if caught and kind not in _CAUGHT_KINDS:
         after = text[caught.end():]
         original = after.split("Original Traceback", 1)[-1] if "Original Traceback" in after else after
         _, root = decisive_stderr_line(original)

@@ -35,8 +35,8 @@ __all__ = ["FAST_INTERVAL_S", "TreeSampler", "USS_INTERVAL_S", "kill_tree"]
 # arguments merely mention "forkserver" (a cell's own spec does) for a helper.
 _HELPER_COMMAND = re.compile(r"from multiprocessing\.(?:resource_tracker|forkserver|semaphore_tracker) import main")
 
-#: Seconds after start during which a child that is still a copy of the cell process may yet
-#: turn out to be a launcher stub's interpreter (it has not called exec yet).
+#: Seconds after start during which the cell process may turn out to be a launcher stub (its
+#: only child runs the same arguments under another executable); after that it is the cell.
 LAUNCHER_WAIT_S = 2.0
 #: Seconds between two samples of the background thread (Linux; elsewhere the caller's cadence).
 FAST_INTERVAL_S = 0.01
@@ -241,25 +241,32 @@ class TreeSampler:
         real cell interpreter its first "worker". A stub is recognised, once its child exists,
         as a process with exactly one child, another executable, and the same arguments.
         """
-        if self._launcher_checked or self._proc is None or self.cell_pid != self.pid:
+        if self._launcher_checked or self._proc is None:
             return
+        if time.monotonic() - self._started > LAUNCHER_WAIT_S:
+            self._launcher_checked = True  # a launcher starts its interpreter at once
+            return
+        # The direct children, cheaply: this runs on every sample until decided.
+        kid_pids = _linux_children(self.pid) if _FAST_CHILDREN else None
         try:
-            kids = self._proc.children(recursive=False)
+            if kid_pids is None:
+                kids = self._proc.children(recursive=False)
+            else:
+                kids = [psutil.Process(k) for k in kid_pids]
             if not kids:
                 return
             if len(kids) != 1:
                 self._launcher_checked = True
                 return
             child = kids[0]
-            if child.cmdline()[1:] != self._proc.cmdline()[1:]:
+            args = child.cmdline()
+            if not args:
+                return  # the child is in the middle of exec: look again
+            if args[1:] != self._proc.cmdline()[1:]:
                 self._launcher_checked = True
                 return
             if child.exe() == self._proc.exe():
-                # Same program and arguments: a launcher between its fork and its exec (POSIX),
-                # or a process that forked itself. Look again until LAUNCHER_WAIT_S has passed.
-                if time.monotonic() - self._started > LAUNCHER_WAIT_S:
-                    self._launcher_checked = True
-                return
+                return  # same program and arguments: a launcher between its fork and its exec
         except (psutil.Error, OSError):
             return
         self._launcher_checked = True

@@ -114,8 +114,7 @@ def _apply_profile(emulating: Any) -> None:
     import os
 
     global _TEMP_DIR
-    from harness._run import emulated_temp_dir
-    from harness._runner import CELL_SITE_DIR
+    from harness._runner import CELL_SITE_DIR, emulated_temp_dir
 
     os.environ["HARNESS_SHARING_STRATEGY"] = emulating.sharing_strategy
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")) if p)

@@ -31,7 +31,13 @@ from harness._catalogue import Case, default_catalogue_dir
 from harness._classify import Verdict, classify
 from harness._outcomes import METHODS
 from harness._policy import PROFILES, available_methods, resolve_method_alias
-from harness._runner import DEFAULT_WORKERS, CellSpec, kill_live_cells, launch_cell
+from harness._runner import (
+    DEFAULT_WORKERS,
+    CellSpec,
+    emulated_temp_dir,
+    kill_live_cells,
+    launch_cell,
+)
 
 __all__ = ["Reproduction", "ScriptSpec", "classify_command", "hint_for", "reproduce", "reproduce_command",
            "resolve_method"]
@@ -282,8 +288,6 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
     emulating = PROFILES.get(method)
     spec = ScriptSpec(case=case, method=resolved, num_workers=DEFAULT_WORKERS, timeout_s=timeout_s,
                       profile=emulating.id if emulating else None, argv=tuple(argv), cwd=cwd or os.getcwd())
-    from harness._run import emulated_temp_dir
-
     long_temp = emulated_temp_dir(emulating) if emulating else None
     try:
         run = launch_cell(spec)

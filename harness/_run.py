@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from harness._catalogue import Case, CatalogueError, discover, select
 from harness._outcomes import METHODS
-from harness._policy import Platform
 from harness._policy import profile as _profile
 from harness._progress import Progress
 from harness._runner import (
     DEFAULT_WORKERS,
+    emulated_temp_dir,
     kill_live_cells,
     mark_broken,
     plan,
@@ -36,7 +34,7 @@ from harness._shard import (
 )
 from harness._template import Template
 
-__all__ = ["SAVE_EVERY_S", "case_table", "emulated_temp_dir", "resolve_timeout_scale", "run_catalogue"]
+__all__ = ["SAVE_EVERY_S", "case_table", "resolve_timeout_scale", "run_catalogue"]
 
 #: Seconds between two writes of the partial shard while cells finish (plus one at the end
 #: and one on interrupt): rewriting hundreds of records after every cell costs seconds.
@@ -81,42 +79,6 @@ def resolve_timeout_scale(value: float | None) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{where}: must be a finite number > 0, got {value!r}")
     return float(value)
-
-
-class emulated_temp_dir:  # noqa: N801 - used like a function returning a handle
-    """Make this process's ``TMPDIR`` as long as the emulated platform's default temp directory.
-
-    Everything the run starts (the warm template, cells) inherits it, as it would on that
-    platform; cells still get short work folders (:func:`harness._runner.cell_temp_root`).
-    :meth:`close` restores the previous ``TMPDIR`` and removes the directory.
-    """
-
-    def __init__(self, emulating: Platform) -> None:
-        self._old = os.environ.get("TMPDIR")
-        self.path: str | None = None
-        chars = emulating.temp_dir_chars
-        if not chars:
-            return
-        base = tempfile.mkdtemp(prefix=f"{emulating.id}-")
-        # Pad with a nested folder so the whole path (with its final slash) has ``chars`` characters.
-        pad = max(1, chars - len(base) - 2)
-        path = os.path.join(base, "x" * pad)
-        os.makedirs(path, exist_ok=True)
-        self.path, self._base = path + os.sep, base
-        os.environ["TMPDIR"] = self.path
-        tempfile.tempdir = None
-
-    def close(self) -> None:
-        """Restore ``TMPDIR`` and remove the long directory (idempotent)."""
-        if self.path is None:
-            return
-        if self._old is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = self._old
-        tempfile.tempdir = None
-        shutil.rmtree(self._base, ignore_errors=True)
-        self.path = None
 
 
 def _usable_cpus() -> int:

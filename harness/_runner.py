@@ -43,7 +43,7 @@ from harness._classify import (
     evidence_of,
 )
 from harness._outcomes import IN_PROCESS, matches_expectation
-from harness._policy import available_methods, profile
+from harness._policy import Platform, available_methods, current_os, platform_of, profile
 from harness._proctree import TreeSampler, kill_tree
 from harness._template import Template, TemplateError, WarmChild, warm_available
 
@@ -59,6 +59,7 @@ __all__ = [
     "kill_live_cells",
     "cell_env",
     "cell_temp_root",
+    "emulated_temp_dir",
     "launch_cell",
     "mark_broken",
     "plan",
@@ -97,8 +98,6 @@ class CellSpec:
     def expected(self) -> tuple[str, str | None]:
         """``(outcome, kind or None)`` the case expects of this cell on this interpreter, under
         the profile's (or this platform's) torch sharing strategy."""
-        from harness._policy import current_os, platform_of
-
         emulating = profile(self.profile) if self.profile else None
         strategy = (emulating or platform_of(current_os(), sys.version_info[:2])).sharing_strategy
         expect, kinds = self.case.expectation(sys.version_info[:2], strategy)
@@ -176,6 +175,42 @@ def cell_temp_root(system_temp: str | None = None) -> str:
     return base
 
 
+class emulated_temp_dir:  # noqa: N801 - used like a function returning a handle
+    """Make this process's ``TMPDIR`` as long as the emulated platform's default temp directory.
+
+    Everything the run starts (the warm template, cells) inherits it, as it would on that
+    platform; cells still get short work folders (:func:`cell_temp_root`).
+    :meth:`close` restores the previous ``TMPDIR`` and removes the directory.
+    """
+
+    def __init__(self, emulating: Platform) -> None:
+        self._old = os.environ.get("TMPDIR")
+        self.path: str | None = None
+        chars = emulating.temp_dir_chars
+        if not chars:
+            return
+        base = tempfile.mkdtemp(prefix=f"{emulating.id}-")
+        # Pad with a nested folder so the whole path (with its final slash) has ``chars`` characters.
+        pad = max(1, chars - len(base) - 2)
+        path = os.path.join(base, "x" * pad)
+        os.makedirs(path, exist_ok=True)
+        self.path, self._base = path + os.sep, base
+        os.environ["TMPDIR"] = self.path
+        tempfile.tempdir = None
+
+    def close(self) -> None:
+        """Restore ``TMPDIR`` and remove the long directory (idempotent)."""
+        if self.path is None:
+            return
+        if self._old is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = self._old
+        tempfile.tempdir = None
+        shutil.rmtree(self._base, ignore_errors=True)
+        self.path = None
+
+
 #: The start-up hook every new interpreter in a cell imports (see its module docstring).
 CELL_SITE_DIR = Path(__file__).with_name("_cellsite")
 
@@ -188,15 +223,13 @@ def cell_env(spec: CellSpec, workdir: Path, stderr_path: Path) -> dict[str, str]
     reaches ``stderr_path`` even where a spawn child's ``sys.stderr`` is ``None``, and the
     profile's sharing strategy) and the case's catalogue root.
     """
-    from harness._policy import profile as _profile
-
     env = dict(os.environ)
     env["HARNESS_CELL_METHOD"] = spec.method
     env["HARNESS_CELL_WORKERS"] = str(spec.num_workers)
     env["HARNESS_CELL_STDERR"] = str(stderr_path)
     env.pop("HARNESS_SHARING_STRATEGY", None)
     if spec.profile:
-        env["HARNESS_SHARING_STRATEGY"] = _profile(spec.profile).sharing_strategy
+        env["HARNESS_SHARING_STRATEGY"] = profile(spec.profile).sharing_strategy
     for var in ("TMPDIR", "TEMP", "TMP"):
         env[var] = str(workdir)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -465,15 +498,10 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
     )
 
 
-def _matches(spec: CellSpec, verdict: Verdict) -> bool:
-    """Whether an observed verdict agrees with the cell's expectation (see
-    :func:`harness._outcomes.matches_expectation`)."""
-    return matches_expectation(verdict.outcome, verdict.kind, *spec.expected())
-
-
 def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | None) -> dict:
     """The shard result record for one cell (see ``shard.schema.json``)."""
     res = run.observation.result if run else None
+    expected, expected_kind = spec.expected()
     rec = {
         "runner": runner_id,
         "case": spec.case.id,
@@ -491,9 +519,9 @@ def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | 
         "worker_peak_uss_bytes": run.worker_peak_uss if run else None,
         "workers_seen": run.workers_seen if run else None,
         "warnings": list(res.get("warnings", [])) if res else [],
-        "expected": spec.expected()[0],
-        "expected_kind": spec.expected()[1],
-        "matches": _matches(spec, verdict),
+        "expected": expected,
+        "expected_kind": expected_kind,
+        "matches": matches_expectation(verdict.outcome, verdict.kind, expected, expected_kind),
         "broken": False,
         "exit_code": run.observation.returncode if run else None,
         "classifier": CLASSIFIER_VERSION,
