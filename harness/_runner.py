@@ -42,6 +42,7 @@ from harness._classify import (
     classify,
     evidence_of,
 )
+from harness._containment import child_env, reap_orphans, track, track_dir, untrack, untrack_dir
 from harness._outcomes import IN_PROCESS, matches_expectation
 from harness._policy import Platform, available_methods, current_os, platform_of, profile
 from harness._proctree import TreeSampler, kill_tree
@@ -190,6 +191,7 @@ class emulated_temp_dir:  # noqa: N801 - used like a function returning a handle
         if not chars:
             return
         base = tempfile.mkdtemp(prefix=f"{emulating.id}-")
+        track_dir(base)
         # Pad with a nested folder so the whole path (with its final slash) has ``chars`` characters.
         pad = max(1, chars - len(base) - 2)
         path = os.path.join(base, "x" * pad)
@@ -208,6 +210,7 @@ class emulated_temp_dir:  # noqa: N801 - used like a function returning a handle
             os.environ["TMPDIR"] = self._old
         tempfile.tempdir = None
         shutil.rmtree(self._base, ignore_errors=True)
+        untrack_dir(self._base)
         self.path = None
 
 
@@ -408,10 +411,11 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
     workdir = Path(tempfile.mkdtemp(prefix="hc-", dir=cell_temp_root()))
     with _LIVE_LOCK:
         _LIVE_DIRS.add(workdir)
+    track_dir(workdir)
     result_path = workdir / "result.json"
     stderr_path = workdir / "stderr.txt"
     stdout_path = workdir / "stdout.txt"
-    env = cell_env(spec, workdir, stderr_path)
+    env = child_env(cell_env(spec, workdir, stderr_path))
     args = [json.dumps(spec.to_child()), str(result_path)]
     stdout_path.touch()
     stderr_path.touch()
@@ -442,6 +446,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
                 [sys.executable, "-m", "harness._cell", *args],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=workdir, env=env, **kwargs,
             ))
+    track(child.pid)
     sampler = TreeSampler(child.pid)
     # A sampler with its own thread (Linux) samples at its own cadence; else sample here.
     self_sampling = getattr(sampler, "_thread", None) is not None
@@ -469,6 +474,8 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
         sampler.stop()
     leftovers = kill_tree(child.pid, sampler.procs.values())
     _unregister(child.pid)
+    untrack(child.pid)
+    reap_orphans()
     if isinstance(child, _FreshChild):
         child.close()
     if child.lost and template is not None and not (stop is not None and stop.is_set()):
@@ -613,6 +620,7 @@ def _remove_workdir(workdir: Path) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
     with _LIVE_LOCK:
         _LIVE_DIRS.discard(workdir)
+    untrack_dir(workdir)
 
 
 def _join(threads: list[threading.Thread], timeout: float | None = None) -> None:

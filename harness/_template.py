@@ -65,6 +65,8 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness._containment import child_env, track, track_dir, untrack, untrack_dir
+
 __all__ = ["Template", "TemplateError", "WarmChild", "warm_available"]
 
 WARM_IMPORTS = (
@@ -375,7 +377,9 @@ class Template:
             env = dict(os.environ)
             env["PYTHONUNBUFFERED"] = "1"
             env["PYTHONFAULTHANDLER"] = "1"
-        self._env = env
+        # The containment token: every cell forked from the template carries it in its
+        # process environment, so the watchdog finds their leftovers (harness._containment).
+        self._env = child_env(env)
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
         self._send_lock = threading.Lock()
@@ -387,6 +391,7 @@ class Template:
         self._info: dict = {}
         self._paths: dict[str, list[str]] = {}
         self._logdir = Path(tempfile.mkdtemp(prefix="harness-template-"))
+        track_dir(self._logdir)
         self._reader: threading.Thread | None = None
         self.failed = False  # set by the runner once a fork failed; later cells start fresh
 
@@ -414,6 +419,7 @@ class Template:
             child.close()
             log.close()
         self._sock = parent
+        track(self._proc.pid)
         self._reader = threading.Thread(target=self._read, name="harness-template", daemon=True)
         self._reader.start()
         return self
@@ -578,6 +584,9 @@ class Template:
             self._logdir.rmdir()
         except OSError:
             pass
+        untrack_dir(self._logdir)
+        if self._proc is not None:
+            untrack(self._proc.pid)
 
 
 def main(argv: list[str] | None = None) -> int:
