@@ -29,13 +29,11 @@ _INVISIBLE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\
 _VISIBLE_RE = re.compile(f"[{_INVISIBLE}]")
 _VISIBLE_LINE_RE = re.compile(f"[{_INVISIBLE}\t\n]")
 
-# Markdown: a character that can start markup or end a table cell, an underscore that is not
-# inside a word (only those open or close emphasis), an entity-looking ampersand, whitespace
-# that would end the line, and what visible() escapes.
-_MD_RE = re.compile(
-    f"[\\\\|`*\\[\\]<>&\t\n\r{_INVISIBLE}]"
-    r"|(?<![^\W_])_|_(?![^\W_])"
-)
+# Markdown: a character that can start markup or end a table cell, an ampersand, whitespace that
+# would end the line, and what visible() escapes. Underscores are decided separately.
+_MD_RE = re.compile(f"[\\\\|`*\\[\\]<>&\t\n\r{_INVISIBLE}]")
+# An underscore that is not inside a word: only those can open or close emphasis.
+_MD_UNDERSCORE_RE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 _MD_CHARS = {"<": "&lt;", ">": "&gt;", "&": "&amp;", "\t": " ", "\n": " ", "\r": " "}
 # A line that starts with one of these would open a heading, list or block quote in a list item.
 _MD_LEADING_RE = re.compile(r"^([ ]*)([#+\-=]|[0-9]{1,9}(?=[.)]))")
@@ -82,18 +80,44 @@ def _md_char(match: re.Match[str]) -> str:
     return "\\" + ch
 
 
+def _may_emphasise(text: str) -> bool:
+    """Whether a run of ``_`` in ``text`` could open emphasis that a later run could close.
+
+    CommonMark's flanking rules, erring towards yes: a run can open unless a letter or digit
+    precedes it or whitespace follows it, and close unless whitespace precedes it or a letter
+    or digit follows it. ``text`` is already escaped, so its neighbours are what a renderer sees.
+    """
+    opened = False
+    for run in re.finditer("_+", text):
+        before = text[run.start() - 1] if run.start() else " "
+        after = text[run.end()] if run.end() < len(text) else " "
+        if opened and not before.isspace() and not after.isalnum():
+            return True
+        opened = opened or (not after.isspace() and not before.isalnum())
+    return False
+
+
+def _markdown(text: str, every_underscore: bool) -> str:
+    out = _MD_RE.sub(_md_char, text)
+    if "_" in out and (every_underscore or _may_emphasise(out)):
+        out = _MD_UNDERSCORE_RE.sub(r"\\_", out)
+    return _MD_LEADING_RE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}" if not m.group(2).isdigit()
+                              else f"{m.group(1)}{m.group(2)}\\", out, count=1)
+
+
 def markdown(text: str) -> str:
     """``text`` as inline GitHub-flavoured Markdown that renders as the same characters.
 
     Safe inside a table cell, a list item or a footnote: ``|``, backslash, backticks, ``*``,
-    ``[``, ``]`` and an ``_`` at a word boundary are backslash-escaped; ``<``, ``>`` and ``&``
-    become entities (no raw HTML, no autolink, no entity); newlines and tabs become spaces; a
-    leading ``#``, ``+``, ``-``, ``=`` or ``1.`` cannot start a block; control characters and
-    lone surrogates are spelled out as by :func:`visible`.
+    ``[`` and ``]`` are backslash-escaped; ``<``, ``>`` and ``&`` become entities (no raw HTML,
+    no autolink, no entity); newlines and tabs become spaces; a leading ``#``, ``+``, ``-``,
+    ``=`` or ``1.`` cannot start a block; control characters and lone surrogates are spelled
+    out as by :func:`visible`. Underscores at a word boundary are escaped when the text holds
+    a pair that could emphasise (``__main__``), and left alone otherwise (``'_thread.lock'``),
+    so one call's result cannot start or end emphasis: use one call per table cell, list item
+    or footnote.
     """
-    out = _MD_RE.sub(_md_char, text)
-    return _MD_LEADING_RE.sub(lambda m: f"{m.group(1)}\\{m.group(2)}" if not m.group(2).isdigit()
-                              else f"{m.group(1)}{m.group(2)}\\", out, count=1)
+    return _markdown(text, every_underscore=False)
 
 
 def code(text: str) -> str:
@@ -106,4 +130,5 @@ def code(text: str) -> str:
     """
     if text and text.isprintable() and text.strip() == text and not any(ch in text for ch in "`|<>\\"):
         return f"`{text}`"
-    return markdown(text)
+    # Every underscore: this text may share its line with a markdown() call.
+    return _markdown(text, every_underscore=True)

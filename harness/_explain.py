@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import ast
 import difflib
-import json
 import sys
 import textwrap
 from pathlib import Path
 from typing import TextIO
 
 from harness._catalogue import Case, Catalogue, CatalogueError, discover
+from harness._escape import terminal
+from harness._jsonfile import JSONFileError, load_json_file
+from harness._merge import validate_matrix
 from harness._outcomes import METHODS
 
 __all__ = ["DEFAULT_MATRIX", "code_lines", "explain_case", "explain_command", "fix_diff", "observed_lines"]
@@ -91,7 +93,8 @@ def observed_lines(case_id: str, matrix: dict) -> list[str]:
         Lines of text: per runner, every method's outcome (``outcome/kind``), a mark where it
         contradicts the expectation or the case is broken, then the root cause of each cell
         that did not pass and the costs of the cells that did. Empty when the report has no
-        result for the case.
+        result for the case. The report's text is untrusted: each line is passed through
+        :func:`harness._escape.terminal`, so it is one line with no control character.
     """
     by_runner: dict[str, list[dict]] = {}
     for rec in matrix.get("results", []):
@@ -122,7 +125,7 @@ def observed_lines(case_id: str, matrix: dict) -> list[str]:
                 cause = rec.get("root_cause") or rec.get("message") or ""
                 if cause:
                     lines.append(f"{'':14}{cause}")
-    return lines
+    return [terminal(line, one_line=True) for line in lines]
 
 
 def _load_matrix(path: Path) -> tuple[dict | None, str | None]:
@@ -130,11 +133,14 @@ def _load_matrix(path: Path) -> tuple[dict | None, str | None]:
     if not path.exists():
         return None, f"no report at {path}; 'harness report' renders one from the committed shards in reports/shards/ (or run 'harness run' first to observe this case here)"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = load_json_file(path)
+    except JSONFileError as exc:
         return None, f"{path}: cannot read the report: {exc}"
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         return None, f"{path}: not a harness matrix.json (no results list)"
+    problems = validate_matrix(data)
+    if problems:
+        return None, f"{path}: not a valid harness matrix.json ({' '.join(problems[0].split())[:200]})"
     return data, None
 
 
@@ -177,7 +183,8 @@ def explain_case(case: Case, catalogue: Catalogue, matrix: dict | None, matrix_n
         if lines:
             out.write("".join(f"  {line}\n" for line in lines))
         else:
-            out.write(f"  the report ({matrix.get('generated_utc', 'undated')}) has no result for this case; "
+            out.write(f"  the report ({terminal(str(matrix.get('generated_utc', 'undated')), one_line=True)}) "
+                      "has no result for this case; "
                       f"run 'harness run --cases {case.id}' then 'harness report'\n")
 
     out.write(f"\nCode ({case.path.name})\n")

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from pathlib import Path
 
+from harness._escape import visible
 from harness._fileio import replace_file
 from harness._outcomes import METHODS
 
@@ -58,6 +60,11 @@ _KIND_LABELS = {
 def _lighter(hex_colour: str, amount: float = 0.55) -> tuple[float, float, float]:
     r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
     return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
+
+
+def _plain(text: str) -> str:
+    """Shard text as matplotlib draws it literally: no mathtext (``$``), no lone surrogate."""
+    return visible(text).replace("$", r"\$")
 
 
 def _label(outcome: str, kind: str | None, broken: bool) -> str:
@@ -138,7 +145,7 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
         label = _label(outcome, kind, broken)
         if label:
             dark = outcome in ("skipped", "unsupported", "wrong", "hang") or provenance != "observed"
-            ax.text(col + 0.5, row + 0.5, label, ha="center", va="center", fontsize=6.5,
+            ax.text(col + 0.5, row + 0.5, _plain(label), ha="center", va="center", fontsize=6.5,
                     color="#1b1f24" if dark else "white", style="italic" if predicted else "normal")
 
     for i, cid in enumerate(cases):
@@ -165,7 +172,7 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
     ax.set_xlim(0, width)
     ax.set_ylim(n, -header)
     ax.set_xticks([])
-    ax.set_yticks([i + 0.5 for i in range(n)], cases, fontsize=7.5)
+    ax.set_yticks([i + 0.5 for i in range(n)], [_plain(c) for c in cases], fontsize=7.5)
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
@@ -186,8 +193,8 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
             if col > x0_right:
                 ax.plot([col, col], [-1.6, n], color="#1b1f24", linewidth=1.0, clip_on=False)
             as_ = f" as {r['emulates']}" if r.get("emulates") else ""
-            ax.text(col + span / 2, -1.25, f"{r['os']}{as_} py{'.'.join(r['python'].split('.')[:2])}\n"
-                    f"torch {r['torch'].split('+')[0]}", ha="center", va="bottom", fontsize=6.8)
+            ax.text(col + span / 2, -1.25, _plain(f"{r['os']}{as_} py{'.'.join(r['python'].split('.')[:2])}\n"
+                                                  f"torch {r['torch'].split('+')[0]}"), ha="center", va="bottom", fontsize=6.8)
             col += span
         for j, (_, m) in enumerate(ex_cols):
             ax.text(x0_right + j + 0.5, -0.15, m, ha="center", va="bottom", fontsize=6.8)
@@ -203,7 +210,9 @@ def render_heatmap(matrix: dict, path: Path) -> bool:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
     os.close(fd)
     try:
-        fig.savefig(tmp, dpi=130)
+        with warnings.catch_warnings():  # a case id in a script no font has is drawn as boxes, quietly
+            warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+            fig.savefig(tmp, dpi=130)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)

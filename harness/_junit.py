@@ -10,8 +10,9 @@ Mapping (the JUnit format as read by common CI reporters, e.g. the Ant ``junitre
   ``<skipped>``; every other cell passes, including expected errors.
 
 Only observed cells appear: predicted cells of the compatibility view are not tests. Messages are
-untrusted text: characters that XML 1.0 cannot carry are replaced by U+FFFD, and
-:mod:`xml.etree.ElementTree` escapes the rest.
+untrusted text: control characters and lone surrogates are spelled out as Python escapes
+(:func:`harness._escape.visible`: ``\\x1b``, ``\\udcfe``), as is anything else XML 1.0 cannot
+carry, and :mod:`xml.etree.ElementTree` escapes the rest.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
+from harness._escape import visible
+
 __all__ = ["junit_xml"]
 
 # XML 1.0 "Char" production: tab, LF, CR, and U+0020 upwards minus surrogates and U+FFFE/U+FFFF.
@@ -27,7 +30,7 @@ _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 
 
 def _clean(text: str | None) -> str:
-    return _NOT_XML.sub("\ufffd", text or "")
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", visible(text or ""))
 
 
 def _time(rec: dict) -> float:

@@ -22,7 +22,7 @@ import referencing
 from harness._classify import CLASSIFIER_VERSION, reclassify
 from harness._compat import compatibility, platform_summary
 from harness._outcomes import METHODS, matches_expectation
-from harness._shard import SCHEMA_VERSION, ShardError, read_shard, schema
+from harness._shard import SCHEMA_VERSION, NotAShard, ShardError, read_shard, schema
 
 __all__ = ["load_shards", "merge", "refresh_verdict", "validate_matrix"]
 
@@ -48,13 +48,20 @@ def refresh_verdict(record: dict) -> dict:
     return new
 
 
-def load_shards(shard_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
-    """Read every ``*.json`` shard in ``shard_dir``.
+def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[tuple[Path, dict]], list[str]]:
+    """Read every ``*.json`` shard in ``shard_dir`` (each as :func:`harness._shard.read_shard` does).
+
+    Args:
+        shard_dir: the directory.
+        notes: when given, one line is appended per file skipped without being an error: a
+            ``matrix.json`` that ``harness report`` wrote there itself (``--out`` equal to
+            ``--shards``).
 
     Returns:
         ``(valid, rejected)``: valid ``(path, shard)`` pairs, and one line per rejected file
-        naming it and the reason (invalid JSON, foreign JSON, unknown schema_version, schema
-        violation, or a second shard for the same runner id with different content).
+        naming it and the reason (not a regular file, too large, invalid or non-strict JSON,
+        foreign JSON, unknown schema_version, schema violation, a record of another runner, a
+        duplicate cell, or a second shard for the same runner id with different content).
     """
     shard_dir = Path(shard_dir)
     valid: list[tuple[Path, dict]] = []
@@ -65,6 +72,10 @@ def load_shards(shard_dir: Path) -> tuple[list[tuple[Path, dict]], list[str]]:
     for path in sorted(shard_dir.glob("*.json")):
         try:
             shard = read_shard(path)
+        except NotAShard as exc:
+            if notes is not None:
+                notes.append(str(exc))
+            continue
         except ShardError as exc:
             rejected.append(str(exc))
             continue

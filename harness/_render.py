@@ -6,18 +6,26 @@ observed, emulated or predicted; see :mod:`harness._compat`), then the cost of e
 explicit-method view per runner, then footnotes (hazard warnings of passing cells, runners that
 disagree), fixes and rejected shards.
 
-Every message is untrusted text. The HTML page escapes it (jinja2 autoescape); Markdown cells
-escape ``|``, ``<``, ``>`` and newlines so exception text cannot break a table or inject markup.
+Every string of a shard is untrusted text. The Markdown documents pass each one through
+:mod:`harness._escape` (:func:`~harness._escape.markdown` for text, :func:`~harness._escape.code`
+for identifiers), so no case id, fix, message or runner field can break a table row, open a
+code span, or emit raw HTML. The HTML page escapes every value (jinja2 autoescape, attributes
+included) after :func:`~harness._escape.visible` has spelled out control characters and lone
+surrogates.
 """
 
 from __future__ import annotations
 
+import html
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
+import markupsafe
 
+from harness._escape import code, markdown, visible
 from harness._outcomes import METHODS, SYMBOLS
 
 __all__ = [
@@ -32,7 +40,6 @@ __all__ = [
     "cost_model",
     "fmt_bytes",
     "fmt_seconds",
-    "md_escape",
     "platform_provenance",
     "render_html",
     "render_markdown",
@@ -82,13 +89,6 @@ def runner_label(runner: dict) -> str:
     py = ".".join(runner["python"].split(".")[:2])
     label = f"{runner['os']} py{py} torch{runner['torch'].split('+')[0]}"
     return f"{label} as {runner['emulates']}" if runner.get("emulates") else label
-
-
-def md_escape(text: str) -> str:
-    """Escape text for a Markdown table cell (``|``, ``<``, ``>``, backslash, newlines)."""
-    # "__main__" would otherwise render as bold "main".
-    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("__", "\\_\\_").replace("\r", " ").replace("\n", " "))
 
 
 def fmt_seconds(value: float | None) -> str:
@@ -314,16 +314,22 @@ def runner_model(matrix: dict, notes: _Notes | None = None) -> list[dict]:
     return out
 
 
-def platform_provenance(plat: dict) -> str:
-    """One line on where a compatibility column's cells come from (observed, emulated, predicted)."""
+def platform_provenance(plat: dict, quote: Callable[[str], str] = code) -> str:
+    """One line on where a compatibility column's cells come from (observed, emulated, predicted).
+
+    Args:
+        plat: an entry of the matrix's ``platforms``.
+        quote: how a runner id or method is written: a Markdown code span by default;
+            ``str`` for a page that escapes the whole line itself.
+    """
     if plat["observed_runners"]:
-        return "observed on " + ", ".join(f"`{r}`" for r in plat["observed_runners"])
+        return "observed on " + ", ".join(quote(r) for r in plat["observed_runners"])
     if plat.get("emulated_runners"):
         return (f"no runner of its own; emulated ({_EMULATED_MARK}) on "
-                + ", ".join(f"`{r}`" for r in plat["emulated_runners"])
+                + ", ".join(quote(r) for r in plat["emulated_runners"])
                 + " with its profile (start methods "
-                + ", ".join(f"`{m}`" for m in plat["methods"])
-                + f"; torch `{plat.get('sharing_strategy', 'file_descriptor')}` sharing)")
+                + ", ".join(quote(m) for m in plat["methods"])
+                + f"; torch {quote(plat.get('sharing_strategy', 'file_descriptor'))} sharing)")
     return f"no runner; every cell predicted ({_PREDICTED_MARK}) from {plat['default_method']} on another runner"
 
 
@@ -335,7 +341,7 @@ def _platform_line(plat: dict, matrix: dict) -> str:
 def _md_compat_cell(cell: dict | None) -> str:
     if cell is None:
         return "·"
-    text = md_escape(cell["text"])
+    text = markdown(cell["text"])
     if cell["provenance"] == "predicted":
         text = f"*{text}* {_PREDICTED_MARK}"
     elif cell["provenance"] == "emulated":
@@ -349,6 +355,18 @@ def _md_compat_cell(cell: dict | None) -> str:
     return text
 
 
+def _md_runner_cell(cell: dict) -> str:
+    """A cell of the explicit view: :func:`cell_text` with its warning footnote, kind escaped."""
+    if cell.get("broken"):
+        return "🚧 broken"
+    text = markdown(_outcome_text(cell["outcome"], cell.get("kind")))
+    if cell["outcome"] == "pass" and cell.get("warnings"):
+        text += f" ⚡[^{cell['warn']}]" if cell["warn"] else " ⚡"
+    if not cell.get("matches", True):
+        text += " ‼"
+    return text
+
+
 def _md_compat_table(model: dict, with_fix: bool = True) -> list[str]:
     head = ["Case"] + [f"{PLATFORM_TITLES.get(p['id'], p['id'])} ({p['default_method']})"
                        for p in model["platforms"]]
@@ -356,10 +374,10 @@ def _md_compat_table(model: dict, with_fix: bool = True) -> list[str]:
         head.append("Fix")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in model["rows"]:
-        cells = [f"`{row['id']}`"] + [_md_compat_cell(c) for c in row["cells"]]
+        cells = [code(row["id"])] + [_md_compat_cell(c) for c in row["cells"]]
         if with_fix:
             fix = row["meta"].get("fix")
-            cells.append(f"`{fix}`" if fix else "")
+            cells.append(code(fix) if fix else "")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -391,7 +409,7 @@ def render_markdown(matrix: dict) -> str:
     out = ["# DataLoader start-method compatibility", ""]
     # No generation time: the committed file must be exactly what the committed shards make.
     out.append(f"Generated by `harness report` from {len(matrix['runners'])} runner(s): "
-               + ", ".join(f"`{r['id']}`" for r in matrix["runners"]) + ".")
+               + ", ".join(code(r["id"]) for r in matrix["runners"]) + ".")
     out += ["", "## What you get by default", "", _COMPAT_INTRO, ""]
     out += [_platform_line(p, matrix) for p in compat["platforms"]]
     out += ["", *_md_compat_table(compat), "", _legend_line(), ""]
@@ -406,7 +424,7 @@ def render_markdown(matrix: dict) -> str:
         head = ["Runner", "Method", "Cases"] + [title for _, title, _ in COST_FIELDS]
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for row in cost["rows"]:
-            out.append("| " + " | ".join([row["label"], row["method"], str(row["n"])]
+            out.append("| " + " | ".join([markdown(row["label"]), row["method"], str(row["n"])]
                                          + [_fmt(kind, row["values"][key]) for key, _, kind in COST_FIELDS]) + " |")
         out.append("")
     if cost["memory"]:
@@ -414,7 +432,7 @@ def render_markdown(matrix: dict) -> str:
         head = ["Case", "Runner", "Method", "Outcome"] + [title for _, title, _ in COST_FIELDS]
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for row in cost["memory"]:
-            out.append("| " + " | ".join([f"`{row['case']}`", row["label"], row["method"], SYMBOLS[row["outcome"]]]
+            out.append("| " + " | ".join([code(row["case"]), markdown(row["label"]), row["method"], SYMBOLS[row["outcome"]]]
                                          + [_fmt(kind, row["values"][key]) for key, _, kind in COST_FIELDS]) + " |")
         out.append("")
 
@@ -424,22 +442,15 @@ def render_markdown(matrix: dict) -> str:
     views = runner_model(matrix, notes)
     for view in views:
         info = view["runner_info"]
-        summary = (f"{view['label']} (`{view['runner']}`, default `{info['default_method']}`, "
-                   f"{len(view['rows'])} cases)")
-        out += ["<details open>" if len(views) <= 2 else "<details>",
-                f"<summary>{md_escape(summary).replace('`', '')}</summary>", ""]
+        # An HTML block: its text is HTML, not Markdown, on one line (a blank line would end the block).
+        summary = html.escape(" ".join(visible(f"{view['label']} ({view['runner']}, default {info['default_method']}, "
+                                               f"{len(view['rows'])} cases)").split()))
+        out += ["<details open>" if len(views) <= 2 else "<details>", f"<summary>{summary}</summary>", ""]
         head = ["Case", "Family"] + view["methods"]
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for row in view["rows"]:
-            cells = [f"`{row['id']}`", md_escape(row["family"])]
-            for c in row["cells"]:
-                if c is None:
-                    cells.append("·")
-                    continue
-                text = md_escape(c["text"])
-                if c["warn"]:
-                    text = text.replace(" ⚡", f" ⚡[^{c['warn']}]")
-                cells.append(text)
+            cells = [code(row["id"]), markdown(row["family"])]
+            cells += ["·" if c is None else _md_runner_cell(c) for c in row["cells"]]
             out.append("| " + " | ".join(cells) + " |")
         out += ["", "</details>", ""]
 
@@ -447,14 +458,14 @@ def render_markdown(matrix: dict) -> str:
     if fixes:
         out += ["## Fixes", ""]
         for cid, meta in fixes:
-            out.append(f"- `{cid}` → `{meta['fix']}`: {md_escape(meta.get('why', ''))}")
+            out.append(f"- {code(cid)} → {code(meta['fix'])}: {markdown(meta.get('why', ''))}")
         out.append("")
     if matrix.get("rejected"):
-        out += ["## Rejected shards", ""] + [f"- {md_escape(r)}" for r in matrix["rejected"]] + [""]
+        out += ["## Rejected shards", ""] + [f"- {markdown(r)}" for r in matrix["rejected"]] + [""]
     if notes.items:
         out += ["## Notes", ""]
         for key, text in notes.items.items():
-            out.append(f"[^{key}]: {md_escape(text)}")
+            out.append(f"[^{key}]: {markdown(text)}")
         out.append("")
     return "\n".join(out)
 
@@ -492,13 +503,14 @@ def render_summary(matrix: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
             f"{len(matrix['runners'])} runner(s))", ""]
     if matrix.get("rejected"):
         head += [f"**{len(matrix['rejected'])} shard(s) rejected:**", ""]
-        head += [f"- {md_escape(r)}" for r in matrix["rejected"]] + [""]
+        head += [f"- {markdown(r)}" for r in matrix["rejected"]] + [""]
     broken = sorted({(r["case"], r["runner"]) for r in mismatches if r.get("broken")})
-    mism = [f"- 🚧 `{case}` on `{runner}`: broken case, its in-process control did not pass"
+    mism = [f"- 🚧 {code(case)} on {code(runner)}: broken case, its in-process control did not pass"
             for case, runner in broken]
-    mism += [f"- ‼ `{r['case']}` [{r['method']}] on `{r['runner']}`: expected {r['expected']}"
-             f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
-             f"{'/' + r['kind'] if r.get('kind') else ''}: {md_escape((r.get('root_cause') or r.get('message') or '')[:300])}"
+    mism += [f"- ‼ {code(r['case'])} [{r['method']}] on {code(r['runner'])}: expected "
+             + markdown(f"{r['expected']}{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, "
+                        f"observed {r['outcome']}{'/' + r['kind'] if r.get('kind') else ''}: "
+                        f"{(r.get('root_cause') or r.get('message') or '')[:300]}")
              for r in mismatches if not r.get("broken")]
     tail = ([f"**{len(mismatches)} observed cell(s) contradict their expectation:**", ""] + mism + [""]
             if mismatches else ["No observed cell contradicts its expectation.", ""])
@@ -512,7 +524,7 @@ def render_summary(matrix: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
     def footnotes(rows: list[dict]) -> list[str]:
         keys = [k for row in rows for c in row["cells"] if c is not None
                 for k in (c["warn"], c["disagree_note"]) if k]
-        return [f"[^{k}]: {md_escape(notes.items[k])}" for k in dict.fromkeys(keys)] + ([""] if keys else [])
+        return [f"[^{k}]: {markdown(notes.items[k])}" for k in dict.fromkeys(keys)] + ([""] if keys else [])
 
     full = "\n".join(head + _md_compat_table(compat, with_fix=False) + [""] + tail
                      + footnotes(compat["rows"]) + foot)
@@ -542,10 +554,18 @@ def render_summary(matrix: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
     return "\n".join(lines + foot) if fits("\n".join(lines + foot)) else base
 
 
+def _finalize(value: object) -> object:
+    """Every ``{{ value }}`` of the page: strings spelled out by :func:`visible` (then escaped)."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return visible(value)
+    return value
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
     autoescape=True,
     undefined=jinja2.StrictUndefined,
+    finalize=_finalize,
 )
 
 
@@ -563,5 +583,5 @@ def render_html(matrix: dict, heatmap: str | None = None) -> str:
         matrix=matrix, compat=compat, views=views, cost=cost_model(matrix), notes=notes.items,
         symbols=SYMBOLS, legend=LEGEND, titles=PLATFORM_TITLES, fmt=_fmt, heatmap=heatmap,
         predicted_mark=_PREDICTED_MARK, emulated_mark=_EMULATED_MARK, words=OUTCOME_WORDS,
-        provenance=platform_provenance,
+        provenance=lambda plat: platform_provenance(plat, quote=str),
     )

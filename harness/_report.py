@@ -7,15 +7,16 @@ each step returns ``None`` to go on, or an ``int`` to end the run with that exit
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from harness._escape import terminal
 from harness._heatmap import MISSING_NOTE, render_heatmap
 from harness._junit import junit_xml
 from harness._merge import load_shards, merge, validate_matrix
 from harness._render import SUMMARY_LIMIT_BYTES, render_html, render_markdown, render_summary
-from harness._shard import write_json_atomic
 
 __all__ = ["write_report", "append_summary"]
 
@@ -27,7 +28,13 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 
 def _say(line: str) -> None:
-    print(f"harness report: {line}", file=sys.stderr)
+    print(f"harness report: {terminal(line, one_line=True)}", file=sys.stderr)
+
+
+def _matrix_json(matrix: dict) -> bytes:
+    """``matrix.json``: strict JSON (no NaN) in ASCII, so any string, a lone surrogate
+    included, round-trips as a ``\\uXXXX`` escape."""
+    return (json.dumps(matrix, indent=1, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
 
 
 def append_summary(matrix: dict, path: Path, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> int:
@@ -54,7 +61,10 @@ def _load(state: dict) -> int | None:
     if not Path(state["shard_dir"]).is_dir():
         _say(f"--shards {state['shard_dir']}: shard directory does not exist; run 'harness run' first")
         return 2
-    shards, rejected = load_shards(state["shard_dir"])
+    notes: list[str] = []
+    shards, rejected = load_shards(state["shard_dir"], notes)
+    for line in notes:
+        _say(line)
     for line in rejected:
         _say(f"rejected {line}")
     state["shards"], state["rejected"] = shards, rejected
@@ -81,7 +91,7 @@ def _write(state: dict) -> int | None:
         _say(f"--out {out}: cannot create the report directory ({exc.strerror or exc})")
         return 2
     matrix = state["matrix"]
-    write_json_atomic(out / "matrix.json", matrix)
+    _write_bytes(out / "matrix.json", _matrix_json(matrix))
     _write_bytes(out / "COMPATIBILITY.md", render_markdown(matrix).encode("utf-8"))
     _write_bytes(out / "junit.xml", junit_xml(matrix))
     drawn = render_heatmap(matrix, out / "matrix.png")
@@ -108,17 +118,19 @@ def _summary(state: dict) -> int | None:
 def _verdict(state: dict) -> int:
     matrix = state["matrix"]
     mismatches = [r for r in matrix["results"] if not r["matches"]]
-    print(f"harness report: {len(state['shards'])} shard(s), {len(matrix['results'])} cells, "
-          f"{len(mismatches)} contradict expectations -> {state['out_dir']}: {', '.join(state['written'])}")
+    lines = [f"harness report: {len(state['shards'])} shard(s), {len(matrix['results'])} cells, "
+             f"{len(mismatches)} contradict expectations -> {state['out_dir']}: {', '.join(state['written'])}"]
     broken = sorted({(r["case"], r["runner"]) for r in mismatches if r.get("broken")})
     for case, runner in broken:
-        print(f"  BROKEN {case} on {runner}: its in-process control did not pass (a case defect, not a finding)")
+        lines.append(f"  BROKEN {case} on {runner}: its in-process control did not pass (a case defect, not a finding)")
     for r in mismatches:
         if r.get("broken"):
             continue
-        print(f"  MISMATCH {r['case']} [{r['method']}] on {r['runner']}: expected {r['expected']}"
-              f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
-              f"{'/' + r['kind'] if r['kind'] else ''}")
+        lines.append(f"  MISMATCH {r['case']} [{r['method']}] on {r['runner']}: expected {r['expected']}"
+                     f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
+                     f"{'/' + r['kind'] if r['kind'] else ''}")
+    for line in lines:
+        print(terminal(line, one_line=True))
     if state["rejected"] or state.get("summary_failed") or state.get("invalid"):
         return 2
     return 1 if mismatches else 0
@@ -136,6 +148,12 @@ def write_report(shard_dir: Path, out_dir: Path, summary: Path | None = None) ->
             (with matplotlib) ``matrix.png`` go.
         summary: a file to append the compact compatibility table to, such as the file named
             by ``$GITHUB_STEP_SUMMARY``; kept under GitHub's 1 MiB per-step limit.
+
+    Shards are read as by :func:`harness._shard.read_shard` (regular files only, bounded in
+    size and depth, strict JSON); a ``matrix.json`` this command wrote into ``shard_dir`` (when
+    ``out_dir`` is the same directory) is skipped with a note. Every string reaches the outputs
+    through :mod:`harness._escape`; ``matrix.json`` is ASCII JSON without NaN, so any string,
+    lone surrogates included, round-trips.
 
     Returns:
         0 when every shard was valid and every observed cell matched its expectation; 1 when

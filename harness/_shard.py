@@ -23,10 +23,12 @@ import jsonschema
 
 from harness import __version__
 from harness._fileio import replace_file
+from harness._jsonfile import JSONFileError, load_json_file
 from harness._policy import Platform, available_methods, current_os, default_method, machine_arch
 
 __all__ = [
     "SCHEMA_VERSION",
+    "NotAShard",
     "ShardError",
     "read_shard",
     "replace_file",
@@ -120,7 +122,9 @@ def write_json_atomic(path: Path, data: dict) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, ensure_ascii=False)
+            # ASCII escapes round-trip any Python string, lone surrogates included (a non-UTF-8
+            # file name in a message); NaN and Infinity are not JSON.
+            json.dump(data, f, indent=1, ensure_ascii=True, allow_nan=False)
             f.write("\n")
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be read by others
         replace_file(tmp, path)
@@ -132,30 +136,70 @@ def write_json_atomic(path: Path, data: dict) -> None:
         raise
 
 
+#: Keys of a ``matrix.json`` written by ``harness report``: a report's own output, when
+#: ``--out`` is the shard directory, is skipped rather than rejected.
+_MATRIX_KEYS = frozenset({"schema_version", "generated_utc", "runners", "platforms", "results", "compatibility"})
+
+
+class NotAShard(ShardError):
+    """A file ``harness report`` wrote itself (``matrix.json``): not a shard, and not an error."""
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """One line of at most ``limit`` characters (a schema message can quote a whole value)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _record_problem(data: dict) -> str | None:
+    """What the schema cannot say: a record of another runner, or a cell recorded twice."""
+    rid = data["runner"]["id"]
+    seen: dict[tuple[str, str], int] = {}
+    for i, rec in enumerate(data["results"]):
+        if rec["runner"] != rid:
+            return f"results/{i}: runner {_short(rec['runner'], 80)!r} is not this shard's runner {_short(rid, 80)!r}"
+        key = (rec["case"], rec["method"])
+        if key in seen:
+            return (f"results/{i}: a second record for case {_short(rec['case'], 80)!r} [{rec['method']}] "
+                    f"(the first is results/{seen[key]})")
+        seen[key] = i
+    return None
+
+
 def read_shard(path: Path) -> dict:
     """Read and validate one shard.
 
+    The file is read as by :func:`harness._jsonfile.load_json_file`: a regular file only (a
+    FIFO or device is never opened), at most :data:`~harness._jsonfile.MAX_JSON_BYTES`, strict
+    JSON (no ``NaN`` or ``Infinity``) nested at most :data:`~harness._jsonfile.MAX_JSON_DEPTH`
+    deep. Beyond the schema, every record must belong to the shard's runner and each
+    (case, method) cell may appear once.
+
     Raises:
-        ShardError: unreadable, not JSON (or truncated), a foreign JSON document, an unknown
-            ``schema_version``, or a schema violation. The message is one line naming ``path``.
+        NotAShard: the file is a ``matrix.json`` written by ``harness report``.
+        ShardError: not a regular file, too large, unreadable, not JSON (or truncated, or not
+            strict), a foreign JSON document, an unknown ``schema_version``, a schema violation,
+            a record of another runner, or a duplicate cell. The message is one line naming
+            ``path``.
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ShardError(f"{path}: cannot read: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ShardError(f"{path}: invalid or truncated JSON ({exc.msg} at line {exc.lineno})") from None
+        data = load_json_file(path)
+    except JSONFileError as exc:
+        raise ShardError(f"{path}: {exc}") from None
+    if isinstance(data, dict) and "runner" not in data and _MATRIX_KEYS <= data.keys():
+        raise NotAShard(f"{path}: a report's matrix.json, not a shard; skipped")
     if not isinstance(data, dict) or "schema_version" not in data or "runner" not in data:
         raise ShardError(f"{path}: not a harness shard (no schema_version/runner)")
     if data["schema_version"] != SCHEMA_VERSION:
-        raise ShardError(f"{path}: unsupported schema_version {data['schema_version']!r} "
+        raise ShardError(f"{path}: unsupported schema_version {_short(repr(data['schema_version']), 40)} "
                          f"(this harness reads {SCHEMA_VERSION})")
     validator = jsonschema.Draft202012Validator(schema("shard"))
     err = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if err is not None:
-        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        raise ShardError(f"{path}: schema violation at {where}: {err.message}")
+        where = _short("/".join(str(p) for p in err.absolute_path) or "(top level)", 120)
+        raise ShardError(f"{path}: schema violation at {where}: {_short(err.message)}")
+    problem = _record_problem(data)
+    if problem is not None:
+        raise ShardError(f"{path}: {problem}")
     return data

@@ -51,7 +51,7 @@ def test_mismatch_is_a_failure_broken_is_an_error_and_text_is_xml_safe():
     root = _parse(merge([(Path("l.json"), shard)]))
     assert root.get("failures") == "1" and root.get("errors") == "4"
     fail = root.find(".//testcase[@name='transform-lambda[spawn]']/failure")
-    assert fail.get("message").startswith("expected error/pickle, observed pass: <tag> & \ufffd[31mred\ufffd")
+    assert fail.get("message").startswith("expected error/pickle, observed pass: <tag> & \\x1b[31mred\\x00")
     errors = root.findall(".//testcase/error")
     assert {e.get("type") for e in errors} == {"broken-case"}
     case = root.find(".//testcase[@name='transform-lambda[spawn]']")
