@@ -50,12 +50,30 @@ def _write_json(path: str, data: dict) -> None:
     replace_file(tmp, path)
 
 
+#: Characters of an exception message the result file keeps (the harness keeps far fewer).
+MESSAGE_LIMIT = 100_000
+
+
+def _text(obj: object, limit: int = MESSAGE_LIMIT) -> str:
+    """``str(obj)`` cut to ``limit`` characters; a ``__str__`` that raises gives a placeholder."""
+    try:
+        text = str(obj)
+    except BaseException as exc:  # noqa: BLE001 - user code: any failure is data
+        return f"<str() failed: {type(exc).__name__}>"
+    # The same note as harness._classify.clip, which adds what was cut here to its count.
+    return text if len(text) <= limit else f"{text[:limit]} [… {len(text) - limit} characters cut]"
+
+
 def _exc_fields(exc: BaseException) -> dict:
+    try:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
+    except BaseException:  # noqa: BLE001 - a hostile __str__ or __repr__
+        tb = ""
     return {
         "exc_type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
-        "message": str(exc),
-        "notes": [str(n) for n in getattr(exc, "__notes__", ())],
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:],
+        "message": _text(exc),
+        "notes": [_text(n) for n in list(getattr(exc, "__notes__", None) or ())[:50]],
+        "traceback": tb,
     }
 
 
@@ -110,7 +128,8 @@ def run_spec(spec: dict) -> dict:
         spec: ``{"module", "path", "root", "script", "method", "num_workers"}``; ``method`` is
             ``in-process``, ``fork``, ``spawn`` or ``forkserver``. Optional: ``argv``, the
             arguments a script case gets as ``sys.argv[1:]``, and ``cwd``, the directory to
-            run in (both used by ``harness reproduce``).
+            run in (both used by ``harness reproduce``); ``require_check``: a catalogue case,
+            whose result then says so, so that one with no checked batch is never a pass.
     """
     import multiprocessing
 
@@ -175,6 +194,8 @@ def run_spec(spec: dict) -> dict:
     except SystemExit as exc:
         if exc.code not in (None, 0):
             result.update(status="raised", **_exc_fields(exc))
+        else:
+            result["system_exit"] = True
     except BaseException as exc:  # noqa: BLE001 - every failure is data here
         result.update(status="raised", **_exc_fields(exc))
     result["duration_s"] = time.perf_counter() - t0
@@ -182,6 +203,8 @@ def run_spec(spec: dict) -> dict:
     result["warnings"] = seen
     result["first_batch_s"] = cell.first_batch_s
     result["batches"] = cell.batches
+    if spec.get("require_check"):
+        result["require_check"] = True
     return result
 
 

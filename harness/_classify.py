@@ -26,6 +26,8 @@ from dataclasses import dataclass
 __all__ = [
     "CLASSIFIER_VERSION",
     "EVIDENCE_CHARS",
+    "MESSAGE_CHARS",
+    "clip",
     "Observation",
     "Verdict",
     "classify",
@@ -306,6 +308,10 @@ def classify(obs: Observation) -> Verdict:
     status = res.get("status")
     message = _first_line(res.get("message", ""))
     if status == "returned":
+        if res.get("require_check") and not res.get("batches"):
+            how = "ended with sys.exit()" if res.get("system_exit") else "returned"
+            msg = f"the case {how} without a checked batch (cell.check or cell.iterate never got one)"
+            return Verdict("error", "unchecked", msg, msg)
         return Verdict("pass", None, "", "")
     if status == "wrong":
         return Verdict("wrong", None, message, message)
@@ -395,6 +401,31 @@ def classify_traceback(text: str) -> Verdict:
 
 #: Longest message and stderr tail a record keeps as evidence, in characters.
 EVIDENCE_CHARS = 8000
+#: Characters kept of a record's ``message`` and ``root_cause`` (one line each, normally short).
+MESSAGE_CHARS = 2000
+
+
+_CUT_NOTE = re.compile(r" \[… (\d+) characters cut\]\Z")
+
+
+def clip(text: str, limit: int, *, keep: str = "head") -> str:
+    """``text`` cut to at most about ``limit`` characters, saying how much was cut.
+
+    Args:
+        keep: ``head`` keeps the start (a message), ``tail`` keeps the end (a stderr tail).
+
+    Returns:
+        ``text`` itself when it fits; else its kept part plus ``[… N characters cut]``.
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    earlier = _CUT_NOTE.search(text)  # already clipped (by the cell): count what it cut too
+    if earlier and keep == "head":
+        cut = len(earlier.string[:earlier.start()]) - limit + int(earlier.group(1))
+    note = f"[… {cut} characters cut]"
+    return f"{text[:limit]} {note}" if keep == "head" else f"{note} {text[-limit:]}"
 
 
 def evidence_of(obs: Observation) -> dict:
@@ -411,8 +442,9 @@ def evidence_of(obs: Observation) -> dict:
         "timed_out": obs.timed_out,
         "status": res.get("status") if obs.result is not None else None,
         "exc_type": res.get("exc_type", ""),
-        "message": str(res.get("message", ""))[:EVIDENCE_CHARS],
-        "notes": [str(n)[:1000] for n in res.get("notes", [])][:20],
+        "message": clip(res.get("message", ""), EVIDENCE_CHARS),
+        "notes": [clip(n, 1000) for n in res.get("notes", [])][:20],
+        **{k: res[k] for k in ("batches", "require_check", "system_exit") if k in res},
     }
 
 
@@ -430,6 +462,7 @@ def reclassify(record: dict) -> Verdict | None:
     result = None
     if ev.get("status") is not None:
         result = {"status": ev["status"], "exc_type": ev.get("exc_type", ""),
-                  "message": ev.get("message", ""), "notes": list(ev.get("notes", []))}
+                  "message": ev.get("message", ""), "notes": list(ev.get("notes", [])),
+                  **{k: ev[k] for k in ("batches", "require_check", "system_exit") if k in ev}}
     obs = Observation(ev.get("returncode"), bool(ev.get("timed_out")), result, record.get("stderr_tail", ""))
     return classify(obs)

@@ -19,6 +19,9 @@
     │   ├── fd-limit          the open-file limit ran out while tensors crossed processes
     │   │                     (torch's ``file_descriptor`` sharing strategy)
     │   ├── import            the case itself failed to import (a broken case, not a finding)
+    │   ├── unchecked         the case returned without a batch checked (``cell.check`` or
+    │   │                     ``cell.iterate`` never ran, or ``sys.exit`` ended it first): a
+    │   │                     broken case, never a ``pass``
     │   └── other
     ├── hang          the watchdog's timeout expired; the process group was killed
     ├── crash         the cell's main process died by a signal
@@ -50,6 +53,7 @@ KINDS = (
     "daemonic",
     "fd-limit",
     "import",
+    "unchecked",
     "other",
 )
 IN_PROCESS = "in-process"

@@ -11,10 +11,26 @@ import os
 import sys
 import time
 
-__all__ = ["Progress"]
+from harness._escape import terminal
+
+__all__ = ["Progress", "say"]
 
 #: In CI, one summary line each time this fraction of the expected work is done.
 CI_STEP = 0.1
+
+
+def say(line: str, *, stream=None) -> bool:
+    """Print one line of a run's output, made safe for a terminal (:func:`harness._escape.terminal`).
+
+    Output never stops a run: a closed pipe (``harness run 2>&1 | head -1``) or any other
+    error writing it is swallowed. Returns whether the line was written.
+    """
+    stream = sys.stderr if stream is None else stream
+    try:
+        print(terminal(line), file=stream, flush=True)
+        return True
+    except (OSError, ValueError):
+        return False
 
 
 def _line(rec: dict) -> str:
@@ -22,7 +38,7 @@ def _line(rec: dict) -> str:
     mark = "" if rec["matches"] else "  <-- expected " + rec["expected"]
     dur = rec.get("wall_s")
     took = f" {dur:.1f}s" if dur is not None else ""
-    return f"{rec['case']} [{rec['method']}]: {rec['outcome']}{kind}{took}{mark}"
+    return terminal(f"{rec['case']} [{rec['method']}]: {rec['outcome']}{kind}{took}{mark}", one_line=True)
 
 
 def _clock(seconds: float) -> str:
@@ -60,6 +76,7 @@ class Progress:
         self._task = None
         self._t0 = time.monotonic()
         self._next_ci = CI_STEP
+        self._quiet = False
 
     def eta_s(self) -> float | None:
         """Seconds left: the expected work still to do at the work rate so far.
@@ -101,9 +118,20 @@ class Progress:
         return self
 
     def advance(self, rec: dict, expected_s: float = 1.0) -> None:
-        """Record one finished cell that was expected to take ``expected_s`` seconds."""
+        """Record one finished cell that was expected to take ``expected_s`` seconds.
+
+        Output errors (a closed stderr pipe) end the display, never the run.
+        """
         self.done += 1
         self.work_done += expected_s
+        if self._quiet:
+            return
+        try:
+            self._show(rec)
+        except (OSError, ValueError):
+            self._quiet = True
+
+    def _show(self, rec: dict) -> None:
         eta = self.eta_s()
         eta_text = _clock(eta) if eta is not None else "?"
         if self._bar is not None:
@@ -126,4 +154,7 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
-            self._bar.__exit__(*exc)
+            try:
+                self._bar.__exit__(*exc)
+            except (OSError, ValueError):
+                self._quiet = True

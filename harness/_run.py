@@ -13,7 +13,7 @@ from pathlib import Path
 from harness._catalogue import Case, CatalogueError, discover, select
 from harness._outcomes import METHODS
 from harness._policy import profile as _profile
-from harness._progress import Progress
+from harness._progress import Progress, say
 from harness._runner import (
     DEFAULT_WORKERS,
     emulated_temp_dir,
@@ -23,15 +23,9 @@ from harness._runner import (
     resolve_isolation,
     run_cells,
 )
+from harness._save import SaveError, ShardWriter, set_aside
 from harness._schedule import durations, estimate, longest_first
-from harness._shard import (
-    SCHEMA_VERSION,
-    ShardError,
-    read_shard,
-    runner_info,
-    shard_filename,
-    write_json_atomic,
-)
+from harness._shard import ShardError, read_shard, runner_info, shard_filename
 from harness._template import Template
 
 __all__ = ["SAVE_EVERY_S", "case_table", "resolve_timeout_scale", "run_catalogue"]
@@ -147,80 +141,80 @@ def run_catalogue(
         modules: these are reported and the other cases still run; nothing to resume),
         130 when interrupted.
     """
+    def fail(line: str) -> int:
+        say(f"harness run: {line}")
+        return 2
+
     for m in methods or ():
         if m not in METHODS:
-            print(f"harness run: --methods: unknown start method {m!r} (choose from {', '.join(METHODS)})",
-                  file=sys.stderr)
-            return 2
+            return fail(f"--methods: unknown start method {m!r} (choose from {', '.join(METHODS)})")
     try:
         mode = resolve_isolation(isolation)
     except ValueError as exc:
-        print(f"harness run: --isolation: {exc}", file=sys.stderr)
-        return 2
+        return fail(f"--isolation: {exc}")
     try:
         emulating = _profile(profile) if profile else None
         scale = resolve_timeout_scale(timeout_scale)
     except ValueError as exc:
-        print(f"harness run: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc))
     if isolation == "warm" and mode != "warm":
-        print("harness run: --isolation warm needs Linux; cells start fresh interpreters here",
-              file=sys.stderr)
+        say("harness run: --isolation warm needs Linux; cells start fresh interpreters here")
     try:
         catalogue = discover(catalogue_dir)
+    except CatalogueError as exc:
+        return fail(str(exc))
+    # A broken case module is named first, so that selecting it by its id shows why it is
+    # not there, not only that the id "matches no case".
+    for line in catalogue.errors:
+        say(f"harness run: {line}")
+    try:
         cases = select(catalogue.cases, patterns, families)
     except CatalogueError as exc:
-        print(f"harness run: {exc}", file=sys.stderr)
-        return 2
-    for line in catalogue.errors:
-        print(f"harness run: {line}", file=sys.stderr)
+        hint = f" ({len(catalogue.errors)} case module(s) could not be read: see above)" if catalogue.errors else ""
+        return fail(f"{exc}{hint}")
     if not cases:
-        print("harness run: no cases selected", file=sys.stderr)
-        return 2
+        return fail("no cases selected")
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        print(f"harness run: --out {out_dir}: cannot create the shard directory ({exc.strerror or exc})",
-              file=sys.stderr)
-        return 2
+        return fail(f"--out {out_dir}: cannot create the shard directory ({exc.strerror or exc})")
     jobs = jobs or _usable_cpus()
     runner = runner_info(emulating, isolation=mode, timeout_s=timeout_s, timeout_scale=scale)
     shard_path = Path(out_dir) / shard_filename(runner)
     previous, problem = _previous_shard(shard_path)
     specs = plan(cases, methods or METHODS, timeout_s, num_workers, timeout_scale=scale,
                  profile=emulating.id if emulating else None)
-    by_id = {c.id: c for c in catalogue.cases}
+    by_id = {c.id for c in catalogue.cases}
     table = case_table(cases)
+    owned = {s.key for s in specs}
     records: list[dict] = []
-    carried_complete = True
     if resume:
         if previous is None:
-            print(f"harness run: --resume: {problem or f'{shard_path}: no shard to resume'}", file=sys.stderr)
-            return 2
+            return fail(f"--resume: {problem or f'{shard_path}: no shard to resume'}")
         old = previous["runner"]
         for key, value in (("isolation", mode), ("timeout_s", timeout_s), ("timeout_scale", scale)):
             if key in old and old[key] != value:
-                print(f"harness run: --resume: {shard_path} was run with {key} {old[key]!r}, "
-                      f"not {value!r}; resume with the same options", file=sys.stderr)
-                return 2
+                return fail(f"--resume: {shard_path} was run with {key} {old[key]!r}, "
+                            f"not {value!r}; resume with the same options")
         runner = dict(old)
-        table = {**previous.get("cases", {}), **table}
-        records = [r for r in previous["results"] if r["case"] in by_id]
+        records = [r for r in previous["results"] if r["case"] in by_id and (r["case"], r["method"]) in owned]
         finished = {(r["case"], r["method"]) for r in records}
         specs = [s for s in specs if s.key not in finished]
     elif problem:
-        print(f"harness run: not using durations from the previous shard: {problem}", file=sys.stderr)
-    elif previous is not None:
+        moved = set_aside(shard_path)
+        say(f"harness run: {problem}; kept as {moved.name}, not overwritten")
+    gone = sorted({r["case"] for r in (previous or {}).get("results", ()) if r["case"] not in by_id})
+    if gone:
+        say(f"harness run: dropping the results of {len(gone)} case(s) no longer in the catalogue: "
+            f"{', '.join(gone[:10])}{' ...' if len(gone) > 10 else ''}")
+    kept = sum(1 for r in (previous or {}).get("results", ()) if r["case"] in by_id
+               and (r["case"], r["method"]) not in owned)
+    if kept and not resume:
         # A narrower run (--cases, --methods) replaces only the cells it runs: the other cells
         # already observed in this runner's shard are kept, never silently dropped.
-        selected = {s.key for s in specs}
-        records = [r for r in previous["results"] if r["case"] in by_id and (r["case"], r["method"]) not in selected]
-        if records:
-            kept_cases = {r["case"] for r in records}
-            table = {**{c: m for c, m in previous.get("cases", {}).items() if c in kept_cases}, **table}
-            carried_complete = bool(previous.get("complete", True))
-            print(f"harness run: keeping {len(records)} cell(s) of {shard_path} that this selection "
-                  "does not run", file=sys.stderr)
+        say(f"harness run: keeping {kept} cell(s) of {shard_path} that this selection does not run")
+    writer = ShardWriter(shard_path, runner=runner, table=table, owned=owned, initial=previous,
+                         drop_cases=set(gone), warn=lambda line: say(f"harness run: {line}"))
     known = durations(previous)
     specs = longest_first(specs, known)
     expected = {s.key: estimate(s, known) for s in specs}
@@ -228,18 +222,22 @@ def run_catalogue(
     lock = threading.Lock()
     stop = threading.Event()
     last_save = [0.0]
+    save_failed: list[str] = []
 
-    def save(complete: bool) -> None:
+    def save(finished: bool, finalize=None) -> list[dict] | None:
         with lock:
-            data = {
-                "schema_version": SCHEMA_VERSION,
-                "complete": complete,
-                "runner": runner,
-                "cases": table,
-                "results": sorted(records, key=lambda r: (r["case"], METHODS.index(r["method"]))),
-            }
-            write_json_atomic(shard_path, data)
+            mine = list(records)
+        try:
+            merged = writer.save(mine, finished=finished, finalize=finalize)
+        except SaveError as exc:
+            if str(exc) not in save_failed:
+                save_failed.append(str(exc))
+                say(f"harness run: {exc}")
+            return None
+        finally:
             last_save[0] = time.monotonic()
+        save_failed.clear()
+        return merged
 
     progress = Progress(total=len(specs), expected_s=list(expected.values()),
                         done=len(records), jobs=jobs)
@@ -249,7 +247,7 @@ def run_catalogue(
             records.append(rec)
         progress.advance(rec, expected[(rec["case"], rec["method"])])
         if time.monotonic() - last_save[0] >= SAVE_EVERY_S:
-            save(complete=False)
+            save(finished=False)
 
     def interrupt(signum, frame):  # noqa: ARG001
         # The first signal stops the run; more signals while it cleans up (a second Ctrl-C)
@@ -263,11 +261,14 @@ def run_catalogue(
     old_handlers = {}
     if threading.current_thread() is threading.main_thread():
         old_handlers = {sig: signal.signal(sig, interrupt) for sig in handled}
+    if save(finished=False) is None:  # nothing is run that could not be saved
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+        return 2
     long_temp = emulated_temp_dir(emulating) if emulating and specs else None
     template = Template() if mode == "warm" and specs else None
     t0 = time.monotonic()
     try:
-        save(complete=False)
         if template is not None:
             template.start()
         with progress:
@@ -278,9 +279,9 @@ def run_catalogue(
         kill_live_cells()
         if template is not None:
             template.close()
-        save(complete=False)
-        print(f"harness run: interrupted; partial shard with {len(records)} of {planned} cells "
-              f"written to {shard_path}; continue with --resume", file=sys.stderr)
+        save(finished=False)
+        say(f"harness run: interrupted; partial shard with {len(records)} of {planned} cells "
+            f"written to {shard_path}; continue with --resume")
         return 130
     finally:
         if template is not None:
@@ -289,24 +290,31 @@ def run_catalogue(
             long_temp.close()
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
-    if template is not None and template.failed:
-        print("harness run: the warm template failed during the run; some cells ran in fresh "
-              "interpreters", file=sys.stderr)
-    for line in mark_broken(records, by_id):
-        print(f"harness run: {line}", file=sys.stderr)
-    save(complete=carried_complete)
+    fresh = sum(1 for r in records if r.get("isolation") == "fresh")
+    if mode == "warm" and fresh:
+        say(f"harness run: the warm template failed during the run; {fresh} cell(s) ran in fresh "
+            "interpreters (each record says which)")
+        runner["isolation_fallback"] = {"fresh_cells": fresh}
+    broken_lines: list[str] = []
+    cases_by_id = {c.id: c for c in catalogue.cases}
+    merged = save(finished=True, finalize=lambda rs: broken_lines.extend(
+        mark_broken([r for r in rs if r["case"] in cases_by_id], cases_by_id)))
+    for line in broken_lines:
+        say(f"harness run: {line}")
     wall = time.monotonic() - t0
+    if merged is None:
+        return 2
     # A broken case is a defect of the case (named above, one line each), not a start-method
     # finding, so its cells are not listed as mismatches; it still makes the run fail.
-    broken = sorted({r["case"] for r in records if r.get("broken")})
-    bad = [r for r in records if not r["matches"] and not r.get("broken")]
-    print(f"harness run: {len(records)} cells in {wall:.1f} s on {jobs} job(s), {mode} isolation; "
-          f"{len(bad)} contradict expectations"
-          f"{f', {len(broken)} broken case(s)' if broken else ''}; shard: {shard_path}")
+    broken = sorted({r["case"] for r in merged if r.get("broken")})
+    bad = [r for r in merged if not r["matches"] and not r.get("broken")]
+    say(f"harness run: {len(records)} cells in {wall:.1f} s on {jobs} job(s), {mode} isolation; "
+        f"{len(bad)} of {len(merged)} in the shard contradict expectations"
+        f"{f', {len(broken)} broken case(s)' if broken else ''}; shard: {shard_path}", stream=sys.stdout)
     for r in bad:
-        print(f"  MISMATCH {r['case']} [{r['method']}]: expected {r['expected']}"
-              f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
-              f"{'/' + r['kind'] if r['kind'] else ''}: {r['root_cause'] or r['message']}")
+        say(f"  MISMATCH {r['case']} [{r['method']}]: expected {r['expected']}"
+            f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
+            f"{'/' + r['kind'] if r['kind'] else ''}: {r['root_cause'] or r['message']}", stream=sys.stdout)
     if catalogue.errors:
         return 2
     return 1 if bad or broken else 0

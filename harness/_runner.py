@@ -37,9 +37,11 @@ from harness._catalogue import Case
 from harness._classify import (
     CLASSIFIER_VERSION,
     EVIDENCE_CHARS,
+    MESSAGE_CHARS,
     Observation,
     Verdict,
     classify,
+    clip,
     evidence_of,
 )
 from harness._containment import child_env, reap_orphans, track, track_dir, untrack, untrack_dir
@@ -78,6 +80,7 @@ KILL_WAIT_S = 10.0  # seconds to wait for a killed cell to be reaped
 IDLE_CHECK_S = 0.5  # how often a running cell's CPU use is checked
 IDLE_AFTER_S = 1.0  # a cell this long under IDLE_CPU_FRACTION of a core gives its permit back
 IDLE_CPU_FRACTION = 0.05
+WARNINGS_KEPT = 20  # distinct warnings a record keeps
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ class CellSpec:
             "script": self.case.script,
             "method": self.method,
             "num_workers": self.num_workers,
+            "require_check": True,
         }
 
 
@@ -128,6 +132,7 @@ class CellRun:
     worker_peak_uss: int
     workers_seen: int
     leftovers: list[int]
+    isolation: str = "fresh"
 
 
 def plan(cases: Iterable[Case], methods: Iterable[str], timeout_s: float,
@@ -489,10 +494,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
             result = json.loads(result_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             result = None
-    try:
-        stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        stderr = ""
+    stderr = _read_tail(stderr_path, STDERR_READ_BYTES)
     _remove_workdir(workdir)
     return CellRun(
         observation=Observation(child.returncode, timed_out, result, stderr),
@@ -502,7 +504,25 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
         worker_peak_uss=sampler.worker_peak_uss,
         workers_seen=len(sampler.workers_seen),
         leftovers=leftovers,
+        isolation="warm" if isinstance(child, WarmChild) else "fresh",
     )
+
+
+#: Bytes of a cell's stderr the harness reads (the end of it): enough for every traceback the
+#: classifier looks for, bounded when a cell prints gigabytes.
+STDERR_READ_BYTES = 1 << 20
+
+
+def _read_tail(path: Path, limit: int) -> str:
+    """The last ``limit`` bytes of ``path`` as text (undecodable bytes replaced); ``""`` if unreadable."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - limit))
+            data = f.read(limit)
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace")
 
 
 def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | None) -> dict:
@@ -516,8 +536,8 @@ def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | 
         "method": spec.method,
         "outcome": verdict.outcome,
         "kind": verdict.kind,
-        "message": verdict.message,
-        "root_cause": verdict.root_cause,
+        "message": clip(verdict.message, MESSAGE_CHARS),
+        "root_cause": clip(verdict.root_cause, MESSAGE_CHARS),
         "duration_s": round(res["duration_s"], 4) if res and res.get("duration_s") is not None else None,
         "first_batch_s": round(res["first_batch_s"], 4) if res and res.get("first_batch_s") is not None else None,
         "wall_s": round(run.wall_s, 4) if run else None,
@@ -525,7 +545,7 @@ def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | 
         "worker_peak_rss_bytes": run.worker_peak_rss if run else None,
         "worker_peak_uss_bytes": run.worker_peak_uss if run else None,
         "workers_seen": run.workers_seen if run else None,
-        "warnings": list(res.get("warnings", [])) if res else [],
+        "warnings": [clip(w, 500) for w in res.get("warnings", [])][:WARNINGS_KEPT] if res else [],
         "expected": expected,
         "expected_kind": expected_kind,
         "matches": matches_expectation(verdict.outcome, verdict.kind, expected, expected_kind),
@@ -534,9 +554,10 @@ def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | 
         "classifier": CLASSIFIER_VERSION,
     }
     if run:
+        rec["isolation"] = run.isolation
         rec["evidence"] = evidence_of(run.observation)
         if verdict.outcome not in ("pass", "unsupported", "skipped"):
-            rec["stderr_tail"] = run.observation.stderr[-EVIDENCE_CHARS:]
+            rec["stderr_tail"] = clip(run.observation.stderr, EVIDENCE_CHARS, keep="tail")
     return rec
 
 

@@ -52,13 +52,13 @@ def test_strategy_dependent_cases(catalogue):
 
 
 @pytest.mark.parametrize(("entry", "message"), [
-    ('{"python": "3.14+", "expect": {"spawn": "error"}}', "['python'] must look like '>=3.14'"),
+    ('{"python": "3.14+", "expect": {"spawn": "error"}}', "['python']: '3.14+' must look like '>=3.14'"),
     ('{"expect": {"spawn": "error"}}', "needs a condition"),
-    ('{"python": ">=3.14", "expected": {"spawn": "error"}}', "unknown keys: expected"),
-    ('{"python": ">=3.14", "expect": {"spawn": "broken"}}', "['expect'] must map start methods to known values"),
-    ('{"sharing_strategy": "file-system", "expect": {"spawn": "error"}}', "['sharing_strategy'] must be one of"),
-    ('{"python": ">=3.10", 1: "x", "zz": 2}', "unknown keys: 1, zz"),
-    ('{"python": ">=3.' + "9" * 5000 + '", "expect": {"spawn": "error"}}', "['python'] must look like '>=3.14'"),
+    ('{"python": ">=3.14", "expected": {"spawn": "error"}}', "['expected']: unknown key"),
+    ('{"python": ">=3.14", "expect": {"spawn": "broken"}}', "['expect']['spawn']: 'broken' is not one of"),
+    ('{"sharing_strategy": "file-system", "expect": {"spawn": "error"}}', "['sharing_strategy']: 'file-system' is not one of"),
+    ('{"python": ">=3.10", 1: "x", "zz": 2}', "[1]: unknown key"),
+    ('{"python": ">=3.' + "9" * 5000 + '", "expect": {"spawn": "error"}}', "... must look like '>=3.14'"),
 ])
 def test_a_malformed_expect_when_is_one_line_naming_the_file(tmp_path, entry, message):
     cat = tmp_path / "cat"

@@ -1,0 +1,22 @@
+"""The CASE schema (harness/schemas/case.schema.json) agrees with the outcome taxonomy and
+accepts the whole built-in catalogue."""
+
+from __future__ import annotations
+
+from harness._catalogue import discover
+from harness._outcomes import KINDS, METHODS, OUTCOMES
+from harness._shard import schema
+
+
+def test_the_schema_names_the_taxonomy():
+    props = schema("case")["properties"]
+    assert props["expect"]["required"] == list(METHODS)
+    assert props["expect"]["additionalProperties"]["enum"] == list(OUTCOMES)
+    assert props["expect_kind"]["additionalProperties"]["enum"] == list(KINDS)
+    assert props["expect_kind"]["propertyNames"]["enum"] == list(METHODS)
+
+
+def test_every_built_in_case_validates():
+    found = discover()
+    assert found.errors == []
+    assert len(found.cases) >= 71
