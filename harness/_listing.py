@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from harness._catalogue import CatalogueError, discover
+from harness._escape import terminal
 
 __all__ = ["list_cases"]
 
@@ -17,10 +18,10 @@ def list_cases(as_json: bool = False, catalogue_dir: Path | None = None) -> int:
     try:
         cat = discover(catalogue_dir)
     except CatalogueError as exc:
-        print(f"harness list: {exc}", file=sys.stderr)
+        print(terminal(f"harness list: {exc}", one_line=True), file=sys.stderr)
         return 2
     for line in cat.errors:
-        print(f"harness list: {line}", file=sys.stderr)
+        print(terminal(f"harness list: {line}", one_line=True), file=sys.stderr)
     if as_json:
         json.dump([c.to_json() for c in cat.cases], sys.stdout, indent=1)
         print()

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from harness._catalogue import Case, default_catalogue_dir
 from harness._classify import Verdict, classify
+from harness._escape import terminal
 from harness._outcomes import METHODS
 from harness._policy import PROFILES, available_methods, resolve_method_alias
 from harness._runner import (
@@ -320,12 +321,13 @@ def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DE
     try:
         result = reproduce(script, method=method, timeout_s=timeout_s, argv=argv)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"harness reproduce: error: {exc}", file=sys.stderr)
+        print(terminal(f"harness reproduce: error: {exc}", one_line=True), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         # The script runs in its own session, so the terminal's Ctrl-C never reaches it.
         kill_live_cells()
-        print(f"harness reproduce: interrupted; {script} and its workers were stopped", file=sys.stderr)
+        print(terminal(f"harness reproduce: interrupted; {script} and its workers were stopped", one_line=True),
+              file=sys.stderr)
         return 130
     finally:
         for sig, handler in old.items():
@@ -333,7 +335,7 @@ def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DE
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print(result.format_text())
+        print(terminal(result.format_text()))
     return 0 if result.verdict.outcome == "pass" else 1
 
 
@@ -387,7 +389,7 @@ def classify_command(file: str, as_json: bool = False) -> int:
             with open(file, "rb") as f:
                 data = _read_tail(f)
     except OSError as exc:
-        print(f"harness classify: {file}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        print(terminal(f"harness classify: {file}: cannot read: {exc.strerror or exc}", one_line=True), file=sys.stderr)
         return 2
     text = data.decode("utf-8", errors="replace").replace("\x00", "")
     verdict = classify_traceback(text)
@@ -401,9 +403,9 @@ def classify_command(file: str, as_json: bool = False) -> int:
                           "message": verdict.message, "hint": hint}, indent=2))
     else:
         print(f"{verdict.outcome} ({verdict.kind})")
-        print(f"  root cause: {verdict.root_cause}")
+        print(terminal(f"  root cause: {verdict.root_cause}"))
         if verdict.message and verdict.message != verdict.root_cause:
-            print(f"  last error: {verdict.message}")
+            print(terminal(f"  last error: {verdict.message}"))
         if hint:
-            print(f"hint: {hint}")
+            print(terminal(f"hint: {hint}"))
     return 1

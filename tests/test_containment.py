@@ -145,3 +145,43 @@ def test_reap_orphans_kills_adopted_daemons_that_carry_the_token(tmp_path):
     finally:
         other.kill()
         other.wait(5)
+
+
+def test_sigkill_of_reproduce_leaves_neither_the_script_nor_its_workers(tmp_path):
+    marker = tmp_path / "marker"
+    marker.mkdir()
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os, sys, time\n"
+        f"sys.path.insert(0, {str(CATALOGUE.parent)!r})\n"
+        "from containment.leaky import Sleeper, _daemon, _note\n"
+        "from torch.utils.data import DataLoader\n"
+        "if __name__ == '__main__':\n"
+        "    _note('cell')\n"
+        "    _daemon()\n"
+        "    for batch in DataLoader(Sleeper(4), batch_size=2, num_workers=2):\n"
+        "        pass\n"
+    )
+    env = dict(os.environ, CONTAIN_MARKER=str(marker), PYTHONPATH=str(Path(__file__).parent.parent))
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "reproduce", str(script), "--method", "spawn",
+                             "--timeout", "300"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and (not _notes(marker, "daemon") or len(_notes(marker, "worker")) < 2):
+            assert proc.poll() is None, "reproduce ended early"
+            time.sleep(0.2)
+        workdir = Path(_notes(marker, "cell")[0].read_text())
+        assert len(_marked(marker)) >= 4 and workdir.is_dir()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        left = _wait_gone(marker)
+        assert not left, [p.cmdline() for p in left]
+        deadline = time.monotonic() + 15
+        while workdir.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not workdir.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in _marked(marker):
+            p.kill()

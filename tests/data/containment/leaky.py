@@ -2,7 +2,7 @@
 child started with ``start_new_session``, and DataLoader workers that never return.
 
 ``CONTAIN_MARKER`` names a folder; each process writes ``<role>-<pid>`` there with its
-working directory, so a test can find them all and check that none outlives the harness.
+work folder (its TMPDIR), so a test can find them all and check that none outlives the harness.
 """
 
 import os
@@ -30,7 +30,7 @@ MARKER = os.environ.get("CONTAIN_MARKER", "")
 def _note(role):
     if MARKER:
         with open(os.path.join(MARKER, f"{role}-{os.getpid()}"), "w") as f:
-            f.write(os.getcwd())
+            f.write(os.environ.get("TMPDIR") or os.getcwd())  # the cell's work folder
 
 
 def _daemon():
