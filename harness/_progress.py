@@ -30,7 +30,19 @@ def say(line: str, *, stream=None) -> bool:
         print(terminal(line), file=stream, flush=True)
         return True
     except (OSError, ValueError):
+        _silence(stream)
         return False
+
+
+def _silence(stream) -> None:
+    """Point a broken stream's file descriptor at the null device, so that the interpreter's
+    final flush cannot fail too (which would make the exit status 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _line(rec: dict) -> str:
@@ -130,6 +142,7 @@ class Progress:
             self._show(rec)
         except (OSError, ValueError):
             self._quiet = True
+            _silence(sys.stderr)
 
     def _show(self, rec: dict) -> None:
         eta = self.eta_s()

@@ -183,3 +183,15 @@ def test_a_case_id_with_a_slash_is_one_line(tmp_path):
     _, stderr = proc.communicate(timeout=60)
     assert "CASE['id']: 'a/b' does not match" in stderr
     assert "Traceback" not in stderr
+
+
+def test_a_closed_stdout_pipe_keeps_the_exit_code(tmp_path):
+    """``harness run ... | true``: the summary hits a closed pipe after the shard is saved."""
+    out = tmp_path / "shards"
+    proc = _harness("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", "hostile-quick-a",
+                    "--methods", "in-process", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    assert len(_shard(out)["results"]) == 1
