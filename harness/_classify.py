@@ -308,7 +308,9 @@ def classify(obs: Observation) -> Verdict:
     status = res.get("status")
     message = _first_line(res.get("message", ""))
     if status == "returned":
-        if res.get("require_check") and not res.get("batches"):
+        batches = res.get("batches")
+        checked = isinstance(batches, int) and not isinstance(batches, bool) and batches > 0
+        if res.get("require_check") and not checked:
             how = "ended with sys.exit()" if res.get("system_exit") else "returned"
             msg = f"the case {how} without a checked batch (cell.check or cell.iterate never got one)"
             return Verdict("error", "unchecked", msg, msg)
@@ -432,20 +434,26 @@ def evidence_of(obs: Observation) -> dict:
     """The raw evidence a result record keeps, so a later classifier can re-derive its verdict.
 
     Returns:
-        ``{"returncode", "timed_out", "status", "exc_type", "message", "notes"}``; the
+        ``{"returncode", "timed_out", "status", "exc_type", "message", "notes"}``, plus
+        ``batches`` (a count), ``require_check`` and ``system_exit`` when the cell reported
+        them (a catalogue case with no checked batch is ``error``/``unchecked``); the
         stderr tail is kept beside it as the record's ``stderr_tail`` (the last
         :data:`EVIDENCE_CHARS` characters).
     """
     res = obs.result or {}
-    return {
+    ev = {
         "returncode": obs.returncode,
         "timed_out": obs.timed_out,
         "status": res.get("status") if obs.result is not None else None,
         "exc_type": res.get("exc_type", ""),
         "message": clip(res.get("message", ""), EVIDENCE_CHARS),
         "notes": [clip(n, 1000) for n in res.get("notes", [])][:20],
-        **{k: res[k] for k in ("batches", "require_check", "system_exit") if k in res},
+        **{k: res[k] for k in ("require_check", "system_exit") if res.get(k) is True},
     }
+    batches = res.get("batches")
+    if "batches" in res:  # a case may set cell.batches to anything; keep a count or nothing
+        ev["batches"] = batches if isinstance(batches, int) and not isinstance(batches, bool) and 0 <= batches < 10**9 else 0
+    return ev
 
 
 def reclassify(record: dict) -> Verdict | None:

@@ -19,6 +19,7 @@ at once (a pidfd or the template's report), not at the next polling tick.
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import shutil
@@ -525,6 +526,14 @@ def _read_tail(path: Path, limit: int) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _seconds(value: object) -> float | None:
+    """A duration the cell reported, rounded to 0.1 ms; ``None`` unless a finite number >= 0
+    (a case sets ``cell.first_batch_s`` itself, and may set anything)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return round(float(value), 4)
+
+
 def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | None) -> dict:
     """The shard result record for one cell (see ``shard.schema.json``)."""
     res = run.observation.result if run else None
@@ -538,8 +547,8 @@ def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | 
         "kind": verdict.kind,
         "message": clip(verdict.message, MESSAGE_CHARS),
         "root_cause": clip(verdict.root_cause, MESSAGE_CHARS),
-        "duration_s": round(res["duration_s"], 4) if res and res.get("duration_s") is not None else None,
-        "first_batch_s": round(res["first_batch_s"], 4) if res and res.get("first_batch_s") is not None else None,
+        "duration_s": _seconds(res.get("duration_s")) if res else None,
+        "first_batch_s": _seconds(res.get("first_batch_s")) if res else None,
         "wall_s": round(run.wall_s, 4) if run else None,
         "parent_peak_rss_bytes": run.parent_peak_rss if run else None,
         "worker_peak_rss_bytes": run.worker_peak_rss if run else None,

@@ -56,7 +56,7 @@ def test_an_undecodable_message_and_a_huge_one_are_saved(tmp_path):
 def test_a_case_that_checks_nothing_is_never_a_pass(tmp_path):
     out = tmp_path / "shards"
     proc = _harness("run", "--catalogue", str(HOSTILE), "--cases", "hostile-unchecked", "hostile-exits-early",
-                    "--methods", "in-process", "spawn", "--out", str(out),
+                    "hostile-lies", "--methods", "in-process", "spawn", "--out", str(out),
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1
