@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     diag.add_argument("--num-workers", type=_positive_int, default=None, metavar="N",
                       help="worker count for the payload total (default: the loader's; 2 for a Dataset)")
     diag.add_argument("--json", action="store_true", help="print one JSON object")
+    diag.add_argument("--timeout", type=_positive_float, default=60.0, metavar="S",
+                      help="kill the process running your code, and its process tree, after S seconds "
+                      "(default: 60); its address space by $HARNESS_DIAGNOSE_MEMORY_GIB, in GiB (default: 4; 0: none)")
 
     cls = sub.add_parser("classify", help="classify a traceback pasted from a failed run (a file, or - for stdin)")
     cls.add_argument("file", metavar="FILE", nargs="?", default="-",
@@ -175,7 +178,7 @@ def _dispatch(argv: list[str] | None) -> int:
         from harness._diagnose import diagnose_command
 
         return diagnose_command(args.target, method=args.method, as_json=args.json,
-                                num_workers=args.num_workers)
+                                num_workers=args.num_workers, timeout_s=args.timeout)
     if args.command == "classify":
         from harness._reproduce import classify_command
 

@@ -13,27 +13,62 @@ stays in the parent, but its indices cross each worker's index queue, pickled an
 under every start method: the first batch is drawn and round-tripped (paths rooted at
 ``indices``).
 
-Unlike the matrix, this imports *user* code into the harness process: the target is the
-user's own loader, and its objects must be live to be walked.
+The user's code runs in the process that diagnoses: the target is the user's own loader, and
+its objects must be live to be walked. :func:`diagnose` (and ``harness.assert_spawn_safe``)
+run it in the caller's process; the ``harness diagnose`` command (:func:`diagnose_command`)
+runs it in a child process (``python -m harness._diagnose_child``) in its own session or
+process group, with a timeout after which the child's whole process tree is killed, and, on
+POSIX, a bound on the child's address space (:data:`DEFAULT_MEMORY_GIB` more than the
+interpreter has mapped once torch is imported; ``HARNESS_DIAGNOSE_MEMORY_GIB`` changes it, 0
+lifts it). Whatever the user's code raises while it is imported, called, pickled, unpickled
+or asked for indices (``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` included)
+is contained: a target that cannot be built is a one-line error (exit 2), anything raised
+while pickling, unpickling or drawing indices is a problem at its path (exit 1). Only a real
+Ctrl-C interrupts (:func:`harness._walker.user_code_guard`).
+
+``harness diagnose`` exit codes: 0 safe; 1 unsafe, or the target's own code ended the child
+process (``os._exit``, a signal) before it could report, one line naming the target and the
+exit status; 2 the target cannot be built, or the diagnosis did not finish within
+``--timeout`` or the memory bound (one line; no verdict); 130 interrupted (Ctrl-C, SIGTERM:
+the child's tree is killed first). Standard output carries a diagnosis (text or JSON) only
+when one was made; every other outcome is one line on standard error. What the user's code
+prints goes to standard error, so ``--json`` output stays parseable.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import importlib
 import importlib.util
 import json
+import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness._walker import Payload, Problem, find_problems, measure_payload, probe
+from harness._escape import terminal
+from harness._walker import (
+    NO_MESSAGE,
+    Payload,
+    Problem,
+    _first_line,
+    _type_name,
+    find_problems,
+    measure_payload,
+    probe,
+    reraise_if_interrupted,
+    user_code_guard,
+)
 
 __all__ = [
+    "DEFAULT_MEMORY_GIB",
+    "DEFAULT_TIMEOUT_S",
     "DIAGNOSE_METHODS",
+    "ChildRun",
     "Diagnosis",
     "Finding",
     "TargetError",
@@ -44,9 +79,13 @@ __all__ = [
     "pick_case",
     "diagnose",
     "diagnose_command",
+    "diagnosis_from_child",
+    "diagnosis_to_child",
     "first_indices",
     "index_problems",
     "load_target",
+    "memory_limit_bytes",
+    "run_child",
     "worker_start",
 ]
 
@@ -55,6 +94,15 @@ DIAGNOSE_METHODS = ("spawn", "forkserver")
 
 #: Worker count assumed for a bare Dataset target (the loader's own count is used otherwise).
 DEFAULT_NUM_WORKERS = 2
+
+#: Seconds ``harness diagnose`` gives the child that runs the user's code (``--timeout``).
+DEFAULT_TIMEOUT_S = 60.0
+#: GiB of address space the child may map beyond what it has once torch is imported (POSIX);
+#: ``HARNESS_DIAGNOSE_MEMORY_GIB`` overrides it, ``0`` lifts the bound.
+DEFAULT_MEMORY_GIB = 4.0
+MEMORY_ENV = "HARNESS_DIAGNOSE_MEMORY_GIB"
+
+Progress = Callable[[str], None]
 
 
 class TargetError(Exception):
@@ -69,9 +117,10 @@ def _import_module(name: str) -> Any:
     except ModuleNotFoundError as exc:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
             raise TargetError(f"{name}: module not found") from None
-        raise TargetError(f"{name}: import failed: {type(exc).__name__}: {exc}") from None
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code may raise anything on import
-        raise TargetError(f"{name}: import failed: {type(exc).__name__}: {_one_line(exc)}") from None
+        raise TargetError(f"{name}: import failed: {_describe(exc)}") from None
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything on import
+        reraise_if_interrupted(exc)
+        raise TargetError(f"{name}: import failed: {_describe(exc)}") from None
 
 
 def _import_file(path: Path) -> Any:
@@ -93,15 +142,18 @@ def _import_file(path: Path) -> Any:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - user code may raise anything on import
-        del sys.modules[name]
-        raise TargetError(f"{path}: import failed: {type(exc).__name__}: {_one_line(exc)}") from None
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything on import
+        sys.modules.pop(name, None)
+        reraise_if_interrupted(exc)
+        raise TargetError(f"{path}: import failed: {_describe(exc)}") from None
     return module
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+def _describe(exc: BaseException) -> str:
+    """``Type: first line`` (``Type`` alone when the exception says nothing)."""
+    line = _first_line(exc)
+    name = type(exc).__name__
+    return name if line == NO_MESSAGE else f"{name}: {line}"
 
 
 def _kind_of(obj: Any) -> str | None:
@@ -118,19 +170,38 @@ def _kind_of(obj: Any) -> str | None:
     return None
 
 
-def load_target(target: str) -> Any:
+def _checked_kind(obj: Any, target: str) -> str | None:
+    """:func:`_kind_of`, with whatever a hostile ``__getattr__`` or ``__class__`` raises as a
+    :class:`TargetError`."""
+    try:
+        return _kind_of(obj)
+    except BaseException as exc:  # noqa: BLE001 - user attribute hooks may raise anything
+        reraise_if_interrupted(exc)
+        raise TargetError(f"{target}: inspecting the object raised {_describe(exc)}") from None
+
+
+def load_target(target: str, progress: Progress | None = None) -> Any:
     """Resolve ``package.module:attr`` or ``path/to/file.py:attr`` to a DataLoader or Dataset.
 
     ``attr`` may be dotted (``Factory.build``). A callable that is neither a DataLoader nor a
     Dataset is called with no arguments and must return one. The module's directory (for a
     file) or the current directory (for a module name, as ``python -m`` does) is on
-    ``sys.path`` while importing and calling.
+    ``sys.path`` while importing and calling. This runs the user's code in this process, with
+    no timeout: ``harness diagnose`` calls it in a child process.
+
+    Args:
+        target: the TARGET string.
+        progress: called with a short description of each step before it starts
+            (``"importing loaders"``, ``"calling make_loader()"``).
 
     Raises:
         TargetError: one line naming what failed: a malformed target, a missing file or
-            module, an import error, a missing attribute, a factory that raised, or an object
-            that is not a DataLoader or Dataset.
+            module, an import that raised, a missing attribute, a factory that raised, or an
+            object that is not a DataLoader or Dataset. Any exception the user's code raises
+            counts, ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` included.
+        KeyboardInterrupt: a real Ctrl-C (SIGINT) arrived.
     """
+    step = progress or (lambda _: None)
     module_part, sep, attr = target.rpartition(":")
     if not sep or not module_part or not attr:
         raise TargetError(f"{target!r}: expected package.module:attr or path/to/file.py:attr")
@@ -140,29 +211,35 @@ def load_target(target: str) -> Any:
     if added:
         sys.path.insert(0, extra)
     try:
-        if is_file:
-            path = Path(module_part)
-            if not path.is_file():
-                raise TargetError(f"{module_part}: file not found")
-            obj = _import_file(path)
-        else:
-            obj = _import_module(module_part)
-        for part in attr.split("."):
-            try:
-                obj = getattr(obj, part)
-            except AttributeError:
-                raise TargetError(f"{module_part}: has no attribute {attr!r}") from None
-            except Exception as exc:  # noqa: BLE001 - a module __getattr__ may raise anything
-                raise TargetError(f"{target}: getting {attr!r} raised {type(exc).__name__}: {_one_line(exc)}") from None
-        if _kind_of(obj) is None and callable(obj):
-            try:
-                obj = obj()
-            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's factory may raise anything
-                raise TargetError(f"{target}: calling {attr}() raised {type(exc).__name__}: {_one_line(exc)}") from None
+        with user_code_guard():
+            step(f"importing {module_part}")
+            if is_file:
+                path = Path(module_part)
+                if not path.is_file():
+                    raise TargetError(f"{module_part}: file not found")
+                obj = _import_file(path)
+            else:
+                obj = _import_module(module_part)
+            for part in attr.split("."):
+                try:
+                    obj = getattr(obj, part)
+                except AttributeError:
+                    raise TargetError(f"{module_part}: has no attribute {attr!r}") from None
+                except BaseException as exc:  # noqa: BLE001 - a module __getattr__ may raise anything
+                    reraise_if_interrupted(exc)
+                    raise TargetError(f"{target}: getting {attr!r} raised {_describe(exc)}") from None
+            if _checked_kind(obj, target) is None and callable(obj):
+                step(f"calling {attr}()")
+                try:
+                    obj = obj()
+                except BaseException as exc:  # noqa: BLE001 - the user's factory may raise anything
+                    reraise_if_interrupted(exc)
+                    raise TargetError(f"{target}: calling {attr}() raised {_describe(exc)}") from None
+            kind = _checked_kind(obj, target)
     finally:
         if added and extra in sys.path:
             sys.path.remove(extra)
-    if _kind_of(obj) is None:
+    if kind is None:
         t = type(obj)
         raise TargetError(f"{target}: got {t.__module__}.{t.__qualname__}, not a DataLoader, a Dataset "
                           "or a zero-argument callable returning one")
@@ -215,7 +292,13 @@ def first_indices(index_sampler: Any) -> Any:
     Draws one batch from a fresh iterator over the loader's index sampler (its
     ``batch_sampler``, or its ``sampler`` without automatic batching), with the global random
     states of torch, ``random`` and numpy saved and restored, so the caller's streams do not
-    move. A sampler that raises gives ``None``: it fails the same way under every method.
+    move. A sampler that raises an ``Exception`` gives ``None``: it fails the same way under
+    every method.
+
+    Raises:
+        BaseException: what the sampler (or the dataset's ``__len__``) raises that is not an
+            ``Exception`` (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``): it would
+            end or abort the user's program; :func:`diagnose` reports it at ``indices``.
     """
     import random
 
@@ -251,19 +334,25 @@ def index_problems(indices: Any) -> list[Problem]:
     items = list(enumerate(indices)) if isinstance(indices, (list, tuple)) else [(None, indices)]
     for i, item in items:
         try:
-            pickle.loads(ForkingPickler.dumps(item))
-        except Exception as exc:  # noqa: BLE001 - a failing reconstructor may raise anything
-            t = type(item)
+            with user_code_guard():
+                pickle.loads(ForkingPickler.dumps(item))
+        except BaseException as exc:  # noqa: BLE001 - a failing reconstructor may raise anything
+            reraise_if_interrupted(exc)
             return [Problem(
                 path="indices" if i is None else f"indices[{i}]",
-                type=f"{t.__module__}.{t.__qualname__}".removeprefix("builtins."),
-                message=f"pickles, but unpickling in the worker fails: {type(exc).__name__}: "
-                        f"{(str(exc).strip().splitlines() or [''])[0]}",
+                type=_type_name(item),
+                message=f"pickles, but unpickling in the worker fails: {_describe(exc)}",
                 exc_type=type(exc).__name__,
                 label="index-unpickle",
                 root="indices",
             )]
     return []
+
+
+def _raised(path: str, obj: Any, what: str, exc: BaseException, root: str) -> Problem:
+    """A problem for user code that raised while the worker start was being prepared."""
+    return Problem(path=path, type=_type_name(obj), message=f"{what} raised {_describe(exc)}",
+                   exc_type=_type_name(exc), label="raised", root=root)
 
 
 # -- catalogue matching --------------------------------------------------------------------------
@@ -279,6 +368,8 @@ def _in_local_class(qualname: str) -> bool:
 
 def _candidates(p: Problem) -> list[str]:
     """Catalogue case ids (exact first, then globs) that describe ``p``, best first."""
+    if p.label == "raised":
+        return []  # user code raised while the start was prepared: no catalogue case is about that
     worker_init = ["worker-init-fn-local", "*worker-init*"]
     collate = ["collate-fn-lambda", "*collate*lambda*"]
     if p.within == "zipfile":
@@ -475,8 +566,15 @@ def _resolve_method(method: str) -> str:
     return resolved
 
 
-def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, target: str | None = None) -> Diagnosis:
+def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, target: str | None = None,
+             progress: Progress | None = None) -> Diagnosis:
     """Diagnose a live ``DataLoader`` or ``Dataset`` in this process.
+
+    Runs the object's own code (reducers, ``__getstate__``, the sampler) in this process,
+    with no timeout; whatever it raises, ``SystemExit``, ``KeyboardInterrupt`` and
+    ``GeneratorExit`` included, is a finding at the path of the object whose code raised it.
+    The walk is bounded (:data:`harness._walker.MAX_OBJECTS`; time and memory linear in the
+    objects walked). ``harness diagnose`` runs this in a child process with a timeout.
 
     Args:
         obj: a ``DataLoader``, a ``Dataset`` (diagnosed as ``DataLoader(dataset)`` would start
@@ -485,48 +583,290 @@ def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, ta
             (``windows``, ``macos``, ``linux-py3.14``); see :mod:`harness._policy`.
         num_workers: overrides the loader's worker count.
         target: the name to report; default ``repr``-like description of ``obj``.
+        progress: called with a short description of each step before it starts.
 
     Returns:
         A :class:`Diagnosis`; ``payload`` is ``None`` when anything fails to pickle.
 
     Raises:
         ValueError: ``method`` is unknown or resolves to ``fork``.
+        KeyboardInterrupt: a real Ctrl-C (SIGINT) arrived; one raised by the object's own
+            code is a finding instead (see :func:`harness._walker.user_code_guard`).
     """
     method = _resolve_method(method)
-    start = worker_start(obj, num_workers)
+    step = progress or (lambda _: None)
     name = target or f"<{type(obj).__module__}.{type(obj).__qualname__} object>"
-    try:
-        payload = measure_payload(start.args)
-    except Exception:  # noqa: BLE001 - any pickling failure means: walk to find where
-        payload = None
-    findings: list[Finding] = []
-    if payload is None:
-        problems = find_problems(start.roots)
-        if not problems:  # the arguments fail only together; say so rather than pass silently
-            exc = probe(start.args)
-            problems = [Problem(path="(worker arguments)", type="tuple", message=str(exc).splitlines()[0]
-                                if exc else "", exc_type=type(exc).__name__, label="other")]
-        findings = [Finding(p, *case_for_problem(p)) for p in problems]
-    findings += [Finding(p, *case_for_problem(p)) for p in index_problems(first_indices(start.index_sampler))]
+    with user_code_guard():
+        try:
+            start = worker_start(obj, num_workers)
+        except BaseException as exc:  # noqa: BLE001 - DataLoader(obj) runs the object's own hooks
+            reraise_if_interrupted(exc)
+            p = _raised("dataset", obj, "DataLoader(dataset)", exc, "dataset")
+            n = DEFAULT_NUM_WORKERS if num_workers is None else num_workers
+            return Diagnosis(target=name, method=method, findings=[Finding(p, None, None)], num_workers=n)
+        step("pickling the worker arguments")
+        try:
+            payload = measure_payload(start.args)
+        except BaseException as exc:  # noqa: BLE001 - any pickling failure means: walk to find where
+            reraise_if_interrupted(exc)
+            payload = None
+        findings: list[Finding] = []
+        if payload is None:
+            step("walking the worker arguments")
+            problems = find_problems(start.roots)
+            if not problems:  # the arguments fail only together; say so rather than pass silently
+                exc = probe(start.args)
+                problems = [Problem(path="(worker arguments)", type="tuple", message=_first_line(exc)
+                                    if exc else "", exc_type=type(exc).__name__, label="other")]
+            findings = [Finding(p, *case_for_problem(p)) for p in problems]
+        step("drawing the first indices")
+        try:
+            indices = first_indices(start.index_sampler)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt... from the sampler
+            reraise_if_interrupted(exc)
+            problems = [_raised("indices", start.index_sampler, "drawing the first indices", exc, "indices")]
+        else:
+            step("pickling the first indices")
+            problems = index_problems(indices)
+        findings += [Finding(p, *case_for_problem(p)) for p in problems]
     return Diagnosis(target=name, method=method, findings=findings, payload=payload,
                      num_workers=start.num_workers)
 
 
-def diagnose_command(target: str, method: str = "spawn", as_json: bool = False,
-                     num_workers: int | None = None) -> int:
-    """``harness diagnose``: print the diagnosis; return 0 safe, 1 unsafe, 2 bad target.
+def diagnosis_to_child(result: Diagnosis) -> dict:
+    """Everything :func:`diagnosis_from_child` needs to rebuild ``result`` in the parent."""
+    return {
+        "target": result.target, "method": result.method, "num_workers": result.num_workers,
+        "payload": dataclasses.asdict(result.payload) if result.payload else None,
+        "findings": [{"problem": dataclasses.asdict(f.problem), "case": f.case, "fix": f.fix}
+                     for f in result.findings],
+    }
 
-    Errors go to stderr as one line naming the target part that failed.
+
+def diagnosis_from_child(data: dict) -> Diagnosis:
+    """The :class:`Diagnosis` that :func:`diagnosis_to_child` wrote in the child process."""
+    return Diagnosis(
+        target=data["target"], method=data["method"], num_workers=data["num_workers"],
+        payload=Payload(**data["payload"]) if data["payload"] else None,
+        findings=[Finding(Problem(**f["problem"]), f["case"], f["fix"]) for f in data["findings"]],
+    )
+
+
+# -- harness diagnose: the user's code in a child process ---------------------------------------
+
+def memory_limit_bytes(environ: Mapping[str, str] | None = None) -> int | None:
+    """Bytes of address space the diagnosis child may map beyond its start, or ``None``.
+
+    Read from ``HARNESS_DIAGNOSE_MEMORY_GIB`` (GiB, a number; ``0`` lifts the bound), default
+    :data:`DEFAULT_MEMORY_GIB`. Applied only on POSIX (``resource.RLIMIT_AS``).
+
+    Raises:
+        ValueError: the variable is not a finite number >= 0.
     """
+    raw = (os.environ if environ is None else environ).get(MEMORY_ENV, "").strip()
+    if not raw:
+        gib = DEFAULT_MEMORY_GIB
+    else:
+        try:
+            gib = float(raw)
+        except ValueError:
+            raise ValueError(f"{MEMORY_ENV}={raw!r}: not a number of GiB") from None
+        if not math.isfinite(gib) or gib < 0:
+            raise ValueError(f"{MEMORY_ENV}={raw!r}: must be a finite number >= 0 (0: no bound)")
+    return int(gib * (1 << 30)) if gib > 0 else None
+
+
+@dataclass
+class ChildRun:
+    """How the diagnosis child ended.
+
+    Attributes:
+        result: what the child wrote (``{"kind": "diagnosis" | "target-error" | "memory" |
+            "error", ...}``; see :mod:`harness._diagnose_child`), or ``None`` when it ended
+            without writing it.
+        returncode: its exit status (negative: killed by that signal), or ``None``.
+        timed_out: it ran past the timeout and its tree was killed.
+        stage: the last step it announced (``"calling make_loader()"``), or ``""``.
+    """
+
+    result: dict | None
+    returncode: int | None
+    timed_out: bool
+    stage: str
+
+
+def _child_pythonpath(env: dict[str, str]) -> None:
+    """Let the child import this harness when it runs from a checkout that is not installed.
+
+    The folder holding the ``harness`` package is appended to ``PYTHONPATH`` unless it is a
+    site-packages folder (which the child has anyway, after the standard library: on
+    ``PYTHONPATH`` it would come first, and an old backport there could shadow the stdlib).
+    """
+    import site
+
+    root = os.path.realpath(Path(__file__).resolve().parent.parent)
+    sites = [*site.getsitepackages(), site.getusersitepackages()] if hasattr(site, "getsitepackages") else []
+    if root in {os.path.realpath(d) for d in sites}:
+        return
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([*paths, root])
+
+
+def run_child(target: str, method: str, num_workers: int | None, timeout_s: float,
+              memory_bytes: int | None) -> ChildRun:
+    """Run load_target + diagnose on ``target`` in ``python -m harness._diagnose_child``.
+
+    The child runs in the current directory, in its own session (POSIX) or process group
+    (Windows), with its standard output sent to this process's standard error. After
+    ``timeout_s`` seconds, or when it ends, or on ``KeyboardInterrupt``, its whole process
+    tree is killed (:func:`harness._proctree.kill_tree`); the containment watchdog
+    (:mod:`harness._containment`) kills it too if this process is killed first.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C or SIGTERM while waiting (the tree is killed first).
+    """
+    import shutil
+    import subprocess
+    import tempfile
+
+    from harness import _containment
+    from harness._proctree import kill_tree
+
+    workdir = Path(tempfile.mkdtemp(prefix="hd-"))
+    spec = {"target": target, "method": method, "num_workers": num_workers, "memory_bytes": memory_bytes,
+            "result": str(workdir / "result.json"), "stage": str(workdir / "stage.txt")}
+    env = _containment.child_env()
+    _child_pythonpath(env)
+    kwargs: dict = {}
+    if sys.platform == "win32":
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+    else:
+        kwargs["start_new_session"] = True
+    try:
+        stdout: Any = sys.__stderr__.fileno() if sys.__stderr__ is not None else subprocess.DEVNULL
+    except (OSError, ValueError):
+        stdout = subprocess.DEVNULL
+    timed_out = False
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "harness._diagnose_child", json.dumps(spec)],
+                                stdin=subprocess.DEVNULL, stdout=stdout, env=env, **kwargs)
+        _containment.track(proc.pid)
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:  # also on KeyboardInterrupt: nothing the user's code started outlives this
+            kill_tree(proc.pid)
+            proc.wait()
+            _containment.untrack(proc.pid)
+        result = None
+        try:
+            result = json.loads((workdir / "result.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            result = None
+        try:
+            stage = (workdir / "stage.txt").read_text(encoding="utf-8").strip()
+        except OSError:
+            stage = ""
+        return ChildRun(result=None if timed_out else result, returncode=proc.returncode,
+                        timed_out=timed_out, stage=stage)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _ended(returncode: int | None, memory: int | None) -> str:
+    """``exited with status 3`` or ``was killed by signal SIGKILL``, with a word on the memory
+    bound for the signals a failed allocation in C code ends with."""
+    import signal
+
+    if returncode is None or returncode >= 0:
+        return f"exited with status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = str(-returncode)
+    bound = ""
+    if memory and name in ("SIGABRT", "SIGSEGV", "SIGBUS"):
+        bound = f" (its address space was limited to {_gib(memory)} more than at start; {MEMORY_ENV} changes it)"
+    return f"was killed by signal {name}{bound}"
+
+
+def diagnose_command(target: str, method: str = "spawn", as_json: bool = False,
+                     num_workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> int:
+    """``harness diagnose``: diagnose ``target`` in a child process and print the diagnosis.
+
+    Args:
+        target: ``package.module:attr`` or ``path/to/file.py:attr``.
+        method: ``spawn`` or ``forkserver`` (or a platform alias resolving to one).
+        as_json: print one JSON object instead of the text report.
+        num_workers: overrides the loader's worker count.
+        timeout_s: seconds the child may run (import, factory, pickling, walk) before its
+            process tree is killed.
+
+    Returns:
+        0 safe; 1 unsafe, or the child was ended by the target's own code before it could
+        report; 2 bad target, bad ``HARNESS_DIAGNOSE_MEMORY_GIB``, timeout or memory bound
+        reached; 130 interrupted. Everything but a diagnosis is one line on stderr.
+    """
+    import signal
+    import threading
+
     try:
         method = _resolve_method(method)
-        obj = load_target(target)
-    except (TargetError, ValueError) as exc:
-        print(f"harness diagnose: error: {exc}", file=sys.stderr)
+        memory = memory_limit_bytes()
+    except ValueError as exc:
+        _say(f"harness diagnose: error: {exc}")
         return 2
-    result = diagnose(obj, method=method, num_workers=num_workers, target=target)
-    if as_json:
-        print(json.dumps(result.to_json(), indent=2))
+
+    def interrupt(signum, frame):  # noqa: ARG001 - SIGTERM: stop like Ctrl-C, killing the child's tree
+        raise KeyboardInterrupt
+
+    old = None
+    if threading.current_thread() is threading.main_thread():
+        old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        run = run_child(target, method, num_workers, timeout_s, memory)
+    except KeyboardInterrupt:
+        _say(f"harness diagnose: interrupted; the process diagnosing {target} was stopped")
+        return 130
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+    while_ = f" while {run.stage}" if run.stage else ""
+    if run.timed_out:
+        _say(f"harness diagnose: error: {target}: timed out after {timeout_s:g} s{while_}; the process "
+             "tree running it was killed (a longer --timeout gives it more time)")
+        return 2
+    result = run.result
+    if result is None:
+        _say(f"harness diagnose: {target}: UNSAFE: the process running it {_ended(run.returncode, memory)}"
+             f"{while_}, before it could report: the target's own code ended it")
+        return 1
+    kind = result.get("kind")
+    if kind == "diagnosis":
+        diagnosis = diagnosis_from_child(result["diagnosis"])
+        if as_json:
+            print(json.dumps(diagnosis.to_json(), indent=2))
+        else:  # names and messages come from the user's code: no escape sequence reaches the terminal
+            print(terminal(diagnosis.format_text()))
+        return 0 if diagnosis.safe else 1
+    message = result.get("message", "")
+    if kind == "memory" or "MemoryError" in message:
+        limit = f" (limit: {_gib(memory)} more than at start; set {MEMORY_ENV} to change it, 0 lifts it)" if memory else ""
+        _say(f"harness diagnose: error: {target}: ran out of memory{while_}{limit}: {message}")
+        return 2
+    if kind == "target-error":
+        _say(f"harness diagnose: error: {message}")
     else:
-        print(result.format_text())
-    return 0 if result.safe else 1
+        _say(f"harness diagnose: error: {target}: {message}")
+    return 2
+
+
+def _say(line: str) -> None:
+    """Print one line to stderr, escaped: the target and messages come from the user's code."""
+    print(terminal(line, one_line=True), file=sys.stderr)
+
+
+def _gib(n: int | None) -> str:
+    return f"{(n or 0) / (1 << 30):g} GiB"

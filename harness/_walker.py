@@ -16,6 +16,22 @@ are probed in groups and halved until the failing ones are isolated, and a faili
 is reported only when none of its children fails on its own, so ancestors are never
 reported separately.
 
+Bounds. The walk is iterative (an explicit stack, never Python recursion) and judges each
+object once: every object it has looked at is cut out of later probes (the probe pickler's
+``persistent_id`` stands in for it), so an object reached from several paths, or around a
+reference cycle, is examined and reported once, and a probe costs what the object holds
+that is not judged yet. Structures too deep to pickle (a 100,000-node linked list, a list of
+lists) are walked link by link without probing each link, and reported once, where the
+chain starts (label ``too-deep``); what they hold (a lock on one node) is still found. At
+most :data:`MAX_OBJECTS` objects are decomposed, and at most :data:`MAX_SIMILAR` findings
+with the same type and message are listed (the last one kept counts the rest).
+
+Containment. Reducers, ``__getstate__``, ``__getattr__`` and the like are user code, which
+may raise anything, ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` included:
+every such exception is a finding at the object's path. Only a real Ctrl-C is let through:
+:func:`user_code_guard` installs a SIGINT handler that flags it (main thread only), and
+:func:`reraise_if_interrupted` re-raises a ``KeyboardInterrupt`` only when the flag is set.
+
 Payload sizes are counted without building the bytes: the pickle stream goes to a sink that
 adds up ``write`` lengths, protocol 5 hands numpy (and other ``PickleBuffer``) data to a
 ``buffer_callback`` that counts ``PickleBuffer.raw().nbytes`` without copying (PEP 574), and
@@ -30,11 +46,14 @@ example ``A SemLock created in a fork context ...`` since CPython 3.11.5).
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
+import dataclasses
 import functools
 import io
 import keyword
 import pickle
+import signal
 import sys
 import threading
 import types
@@ -47,6 +66,7 @@ from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 __all__ = [
+    "NO_MESSAGE",
     "PROTOCOL",
     "Payload",
     "Problem",
@@ -55,6 +75,8 @@ __all__ = [
     "find_problems",
     "measure_payload",
     "probe",
+    "reraise_if_interrupted",
+    "user_code_guard",
 ]
 
 #: Protocol used for probing and counting. Protocol 5 passes buffers out of band (PEP 574),
@@ -62,8 +84,17 @@ __all__ = [
 #: (4 on Python 3.8-3.13, 5 from 3.14), which writes the same bytes in band.
 PROTOCOL = 5
 
-#: Deepest nesting the walker decomposes; a failing object below it is reported where it stands.
-MAX_DEPTH = 100
+#: Most objects one :func:`find_problems` call decomposes; a failing object still waiting
+#: then is reported where it stands, with a note that the walk stopped there.
+MAX_OBJECTS = 500_000
+#: Findings with the same type, message and label that are listed; the last one listed
+#: counts the others (a list of 10,000 identical lambdas gives 10 lines, not 10,000).
+MAX_SIMILAR = 10
+#: The message of a problem whose exception says nothing (a bare ``KeyboardInterrupt``).
+NO_MESSAGE = "(raised with no message)"
+#: A path segment repeated more often than this in a row is written once with a count:
+#: ``dataset.head{.next * 4321}.lock`` is ``dataset.head`` followed by 4,321 ``.next``.
+MAX_REPEAT = 3
 
 _ATOMIC = (type(None), bool, int, float, complex, str, bytes, bytearray, range, types.EllipsisType)
 _LOCK_TYPES = (type(threading.Lock()), type(threading.RLock()))
@@ -75,15 +106,22 @@ class Problem:
     """One object that cannot be pickled, at the deepest path that is itself at fault.
 
     Attributes:
-        path: Python expression rooted at a root name, e.g. ``dataset.transform.transforms[2]``.
+        path: Python expression rooted at a root name, e.g. ``dataset.transform.transforms[2]``;
+            a segment repeated more than :data:`MAX_REPEAT` times in a row is written once
+            with its count, ``dataset.head{.next * 4321}.lock``.
         type: the object's type, ``module.qualname`` (``builtins.`` dropped), e.g. ``function``.
-        message: the pickler's own message (first line), e.g. ``cannot pickle 'module' object``.
-        exc_type: the exception type the pickler raised, e.g. ``TypeError``.
+        message: the pickler's own message (first line), e.g. ``cannot pickle 'module' object``,
+            or ``(raised with no message)`` (a bare ``KeyboardInterrupt``); a note in
+            parentheses may follow (the length of a chain too deep to pickle, how many more
+            objects fail the same way).
+        exc_type: the exception type the pickler raised, e.g. ``TypeError``, or what the
+            object's own code raised (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``).
         label: what the object is, by mechanism: ``lambda``, ``closure``, ``local-function``,
             ``local-class``, ``unimportable-function``, ``unimportable-class``, ``open-file``,
             ``sqlite``, ``module``, ``lock``, ``generator``, ``torch-generator``,
             ``temporary-tensor``, ``fork-context-semlock``, ``non-leaf-tensor``, ``too-deep``
-            or ``other``.
+            or ``other``; :mod:`harness._diagnose` adds ``index-unpickle`` and ``raised`` (user
+            code raised while the start was prepared: building the loader, drawing indices).
         within: the innermost notable container on the path (``partial``, ``zipfile``,
             ``tarfile``, ``log-handler``), or ``None``.
         root: the root name the path starts with.
@@ -281,15 +319,73 @@ def measure_payload(obj: Any, protocol: int = PROTOCOL) -> Payload:
     Raises:
         TemporaryStorageError: pickling made a CPU tensor that is freed before a worker could
             open it, under the ``file_descriptor`` sharing strategy.
-        Exception: whatever the pickler raises for ``obj`` (``PicklingError``, ``TypeError``,
-            ``AttributeError``, ``RuntimeError`` ...).
+        BaseException: whatever the pickler, or the user code it runs (``__reduce__``,
+            ``__getstate__``), raises for ``obj``: ``PicklingError``, ``TypeError``,
+            ``RecursionError``, and also ``SystemExit`` or ``KeyboardInterrupt``.
+    """
+    return _dump(obj, protocol)
+
+
+class _CutPickler(WalkerPickler):
+    """A :class:`WalkerPickler` that does not descend into objects judged elsewhere.
+
+    Every object whose id is in ``cut`` is written as a persistent id (nothing pickled)
+    unless it is the probe root now due: ``next_root`` is the id of the root being started
+    (set before the dump, and by :class:`_Root` for each member of a group probe).
+    """
+
+    def __init__(self, payload: Payload, protocol: int, weakrefs: list, cut: set[int] | frozenset[int]) -> None:
+        super().__init__(payload, protocol, weakrefs)
+        self.cut = cut
+        self.next_root: int | None = None
+
+    def persistent_id(self, obj: Any) -> Any:
+        i = id(obj)
+        if i == self.next_root:
+            self.next_root = None
+            return None
+        return 0 if i in self.cut else None
+
+
+def _root_identity(obj: Any) -> Any:  # pragma: no cover - a group probe is never loaded
+    return obj
+
+
+class _Root:
+    """One member of a group probe: tells the pickler that ``obj`` is a root, not a cut."""
+
+    __slots__ = ("obj", "pickler")
+
+    def __init__(self, obj: Any, pickler: _CutPickler) -> None:
+        self.obj = obj
+        self.pickler = pickler
+
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        self.pickler.next_root = id(self.obj)
+        return (_root_identity, (self.obj,))
+
+
+def _dump(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
+          group: list | None = None) -> Payload:
+    """Pickle ``obj`` (or each member of ``group``) into a counting sink; see :func:`measure_payload`.
+
+    With ``cut``, objects with those ids are not pickled (see :class:`_CutPickler`).
     """
     payload = Payload()
     weakrefs: list = []
     with _spawning():
-        pickler = WalkerPickler(payload, protocol, weakrefs)
-        pickler.dump(obj)
-        del pickler  # its memo keeps every object it pickled alive
+        if not cut and group is None:
+            pickler = WalkerPickler(payload, protocol, weakrefs)
+        else:
+            pickler = _CutPickler(payload, protocol, weakrefs, cut)
+            if group is not None:
+                obj = [_Root(o, pickler) for o in group]
+            else:
+                pickler.next_root = id(obj)
+        try:
+            pickler.dump(obj)
+        finally:
+            del pickler, obj  # its memo keeps every object it pickled alive
     _, file_descriptor = _storage_tracking()
     if file_descriptor and any(ref.expired() for ref in weakrefs):
         raise TemporaryStorageError(
@@ -300,12 +396,101 @@ def measure_payload(obj: Any, protocol: int = PROTOCOL) -> Payload:
 
 
 def probe(obj: Any, protocol: int = PROTOCOL) -> BaseException | None:
-    """``None`` if ``obj`` pickles with ForkingPickler, else the exception it raised."""
+    """``None`` if ``obj`` pickles with ForkingPickler, else the exception it raised.
+
+    Any exception counts, ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` raised
+    by a reducer included, except a real Ctrl-C inside :func:`user_code_guard`.
+
+    Raises:
+        KeyboardInterrupt: a real SIGINT arrived (see :func:`reraise_if_interrupted`).
+    """
+    return _try_dump(obj, protocol)
+
+
+def _try_dump(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
+              group: list | None = None) -> BaseException | None:
     try:
-        measure_payload(obj, protocol)
-    except Exception as exc:  # noqa: BLE001 - user reducers may raise anything; it is the finding
+        _dump(obj, protocol, cut, group)
+    except BaseException as exc:  # noqa: BLE001 - user reducers may raise anything; it is the finding
+        reraise_if_interrupted(exc)
         return exc
     return None
+
+
+# -- telling a real Ctrl-C from a KeyboardInterrupt raised by user code -------------------------
+
+_SIGINT = {"depth": 0, "fired": False}
+
+
+def reraise_if_interrupted(exc: BaseException) -> None:
+    """Re-raise ``exc`` if it is a real Ctrl-C, so user code cannot pass one off as a finding.
+
+    Inside :func:`user_code_guard` (main thread), a ``KeyboardInterrupt`` is real only when the
+    guard's SIGINT handler ran; one that user code raised itself is returned to the caller as a
+    finding. Outside a guard, or where SIGINT is ignored, every ``KeyboardInterrupt`` is user
+    code's.
+
+    Raises:
+        KeyboardInterrupt: ``exc`` itself, when a real SIGINT arrived.
+    """
+    if _SIGINT["fired"] and isinstance(exc, KeyboardInterrupt):
+        raise exc
+
+
+def _check_interrupt() -> None:
+    """Raise ``KeyboardInterrupt`` if a real SIGINT arrived and user code swallowed it."""
+    if _SIGINT["fired"]:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def user_code_guard() -> Iterator[None]:
+    """Run user code with a SIGINT handler that flags a real Ctrl-C.
+
+    In the main thread, where SIGINT has Python's default handler (or another Python
+    handler, which still runs), installs a handler that sets a flag before raising
+    ``KeyboardInterrupt``; restores the previous handler on exit. Nested guards share the
+    outermost one. A real Ctrl-C that user code caught and swallowed is raised again at the
+    end of the guard.
+
+    Raises:
+        KeyboardInterrupt: a real SIGINT arrived during the block.
+    """
+    installed = False
+    previous: Any = None
+    if _SIGINT["depth"] == 0:
+        _SIGINT["fired"] = False
+        if threading.current_thread() is threading.main_thread():
+            try:
+                previous = signal.getsignal(signal.SIGINT)
+                if previous is signal.default_int_handler or (
+                        callable(previous) and previous not in (signal.SIG_IGN, signal.SIG_DFL)):
+                    signal.signal(signal.SIGINT, functools.partial(_on_sigint, previous))
+                    installed = True
+            except (ValueError, OSError):  # not the main interpreter
+                installed = False
+    _SIGINT["depth"] += 1
+    try:
+        yield
+        if _SIGINT["depth"] == 1:
+            _check_interrupt()
+    finally:
+        _SIGINT["depth"] -= 1
+        if installed:
+            signal.signal(signal.SIGINT, previous)
+        if _SIGINT["depth"] == 0:
+            _SIGINT["fired"] = False
+
+
+def _on_sigint(previous: Any, signum: int, frame: Any) -> None:
+    if previous is signal.default_int_handler:
+        _SIGINT["fired"] = True
+        raise KeyboardInterrupt
+    try:
+        previous(signum, frame)
+    except KeyboardInterrupt:
+        _SIGINT["fired"] = True
+        raise
 
 
 def _type_name(obj: Any) -> str:
@@ -314,13 +499,17 @@ def _type_name(obj: Any) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    try:
+        text = str(exc).strip()
+    except BaseException as err:  # noqa: BLE001 - a user exception's __str__ may raise anything
+        reraise_if_interrupted(err)
+        text = ""
+    return text.splitlines()[0] if text else NO_MESSAGE
 
 
 def _label(obj: Any, exc: BaseException) -> str:
     """What the object at fault is, by mechanism (see :class:`Problem`)."""
-    msg = str(exc)
+    msg = _first_line(exc)
     torch = sys.modules.get("torch")
     if isinstance(exc, TemporaryStorageError):
         return "torch-generator" if torch is not None and isinstance(obj, torch.Generator) else "temporary-tensor"
@@ -381,15 +570,29 @@ def _is_literal_key(key: Any) -> bool:
     return type(key) is tuple and all(_is_literal_key(k) for k in key)
 
 
-def _attributes(obj: Any) -> dict[int, str]:
+def _descriptors(t: type) -> list[tuple[str, Any]]:
+    """The C-level member and getset descriptors of ``t`` and its bases, by name."""
+    out = []
+    for klass in t.__mro__:
+        for name, attr in vars(klass).items():
+            if name in ("__dict__", "__weakref__") or (name.startswith("__") and name.endswith("__")):
+                continue
+            if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)):
+                out.append((name, attr))
+    return out
+
+
+def _attributes(obj: Any, keep: list, cache: dict | None = None) -> dict[int, str]:
     """``id(value) -> attribute name`` for the attributes an object stores.
 
     Reads the instance ``__dict__``, ``__slots__`` and C-level member/getset descriptors
     (never properties, which would run user code), plus ``__self__``/``__func__``/``__wrapped__``.
+    Every value read is appended to ``keep``, so its id stays its own while it is used.
     """
     names: dict[int, str] = {}
 
     def add(name: str, value: Any) -> None:
+        keep.append(value)
         names.setdefault(id(value), name)
 
     d = getattr(obj, "__dict__", None)
@@ -397,15 +600,17 @@ def _attributes(obj: Any) -> dict[int, str]:
         for k, v in d.items():
             if isinstance(k, str):
                 add(k, v)
-    for klass in type(obj).__mro__:
-        for name, attr in vars(klass).items():
-            if name in ("__dict__", "__weakref__") or (name.startswith("__") and name.endswith("__")):
-                continue
-            if isinstance(attr, (types.MemberDescriptorType, types.GetSetDescriptorType)):
-                try:
-                    add(name, attr.__get__(obj, type(obj)))
-                except Exception:  # noqa: BLE001, S112 - an unset slot or a failing getter names nothing
-                    continue
+    t = type(obj)
+    found = cache.get(t) if cache is not None else None
+    if found is None:
+        found = _descriptors(t)
+        if cache is not None:
+            cache[t] = found
+    for name, attr in found:
+        try:
+            add(name, attr.__get__(obj, t))
+        except Exception:  # noqa: BLE001, S112 - an unset slot or a failing getter names nothing
+            continue
     for name in ("__self__", "__func__", "__wrapped__"):
         try:
             add(name, getattr(obj, name))
@@ -422,6 +627,55 @@ def _has_custom_getstate(obj: Any) -> bool:
     )
 
 
+#: Stands for the parent's path in a path segment: ``"\0.next"``, ``"list(\0.keys())[2]"``.
+_HOLE = "\0"
+
+
+class _Item:
+    """An object on the walk: its path segment, its parent item, and what is known of it.
+
+    Paths are built only when a problem is reported, by folding the segments from the root
+    (:func:`_path`), so a chain 100,000 links deep costs one segment per link, not a path.
+    """
+
+    __slots__ = ("obj", "seg", "parent", "within", "exc", "deep")
+
+    def __init__(self, obj: Any, seg: str, parent: _Item | None, within: str | None) -> None:
+        self.obj = obj
+        self.seg = seg
+        self.parent = parent
+        self.within = within
+        self.exc: BaseException | None = None  # what probing it raised
+        self.deep = False  # too deep to probe: walked link by link
+
+
+def _path(item: _Item) -> str:
+    """The item's path from its root, with long runs of one segment written once with a count."""
+    segs = []
+    node: _Item | None = item
+    while node is not None:
+        segs.append(node.seg)
+        node = node.parent
+    segs.reverse()
+    path = segs[0]
+    i = 1
+    while i < len(segs):
+        seg = segs[i]
+        j = i + 1
+        while j < len(segs) and segs[j] == seg:
+            j += 1
+        count = j - i
+        if count > MAX_REPEAT:
+            # ``{.next * 4321}``; a wrapping segment is shown with ``…`` for the hole.
+            shown = seg[1:] if seg.startswith(_HOLE) else seg.replace(_HOLE, "…")
+            path = f"{path}{{{shown} * {count}}}"
+        else:
+            for _ in range(count):
+                path = seg.replace(_HOLE, path)
+        i = j
+    return path
+
+
 class _Walker:
     """Finds every failing object below some roots; see :func:`find_problems`."""
 
@@ -429,32 +683,46 @@ class _Walker:
         self.protocol = protocol
         self.problems: list[Problem] = []
         self.reported: set[int] = set()
+        self.judged: set[int] = set()  # every object probed or queued: cut out of later probes
+        self.deep_types: set[type] = set()  # types seen too deep to probe, link after link
         self.keep: list[Any] = []  # children built by reducers stay alive so their ids stay unique
         self.table = _dispatch_table(Payload())
+        self.descriptors: dict[type, list] = {}
+        self.budget = MAX_OBJECTS
+        self.root = ""
 
     # -- probing -----------------------------------------------------------------------------
 
-    def failing(self, items: list[tuple[str, Any]]) -> list[tuple[str, Any, BaseException]]:
-        """The items that fail on their own, found by probing groups and halving them."""
-        items = [(p, o) for p, o in items if type(o) not in _ATOMIC]
+    def failing(self, items: list[_Item]) -> list[_Item]:
+        """The items that fail on their own, found by probing groups and halving them.
+
+        Each probe cuts every judged object, the items themselves included when reached from
+        another item, so it costs only what is new below each item. Sets ``exc`` (and
+        ``deep``, for a ``RecursionError``) on each failing item.
+        """
         if not items:
             return []
-        if len(items) > 8 and probe(tuple(o for _, o in items), self.protocol) is None:
-            return []
         if len(items) > 8:
+            if _try_dump(None, self.protocol, self.judged, group=[it.obj for it in items]) is None:
+                return []
             mid = len(items) // 2
             return self.failing(items[:mid]) + self.failing(items[mid:])
         out = []
-        for path, obj in items:
-            exc = probe(obj, self.protocol)
+        for it in items:
+            exc = _try_dump(it.obj, self.protocol, self.judged)
             if exc is not None:
-                out.append((path, obj, exc))
+                it.exc = exc
+                if isinstance(exc, RecursionError):
+                    it.deep = True
+                    with contextlib.suppress(TypeError):  # an unhashable metaclass
+                        self.deep_types.add(type(it.obj))
+                out.append(it)
         return out
 
     # -- decomposition -----------------------------------------------------------------------
 
-    def children(self, obj: Any, path: str) -> list[tuple[str, Any]] | None:
-        """What pickling ``obj`` pickles next, each with its path; ``None`` for a leaf.
+    def children(self, obj: Any) -> list[tuple[str, Any]] | None:
+        """What pickling ``obj`` pickles next, each with its path segment; ``None`` for a leaf.
 
         Mirrors ``pickle.Pickler.save``: built-in containers are walked directly; functions and
         classes are saved by name (leaves); everything else goes through the dispatch table or
@@ -465,26 +733,28 @@ class _Walker:
             out = []
             for i, (k, v) in enumerate(obj.items()):
                 if _is_literal_key(k):
-                    out.append((f"{path}[{k!r}]", v))
+                    out.append((f"{_HOLE}[{k!r}]", v))
                 else:
-                    out.append((f"list({path}.keys())[{i}]", k))
-                    out.append((f"list({path}.values())[{i}]", v))
+                    out.append((f"list({_HOLE}.keys())[{i}]", k))
+                    out.append((f"list({_HOLE}.values())[{i}]", v))
             return out
         if t is list or t is tuple:
-            return [(f"{path}[{i}]", v) for i, v in enumerate(obj)]
+            return [(f"{_HOLE}[{i}]", v) for i, v in enumerate(obj)]
         if t is set or t is frozenset:
-            return [(f"list({path})[{i}]", v) for i, v in enumerate(obj)]
+            return [(f"list({_HOLE})[{i}]", v) for i, v in enumerate(obj)]
         if t is types.FunctionType or isinstance(obj, type):
             return None
         reducer = self.table.get(t)
+        # Runs inside find_problems' _spawning(): reducers that assert spawning run as in a real start.
         rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(self.protocol)
         if isinstance(rv, str) or not isinstance(rv, tuple):
             return None
         self.keep.append(rv)
-        return self._reduce_children(obj, path, rv)
+        return self._reduce_children(obj, rv)
 
-    def _reduce_children(self, obj: Any, path: str, rv: tuple) -> list[tuple[str, Any]]:
-        names = _attributes(obj)
+    def _reduce_children(self, obj: Any, rv: tuple) -> list[tuple[str, Any]]:
+        names = _attributes(obj, self.keep, self.descriptors)
+        path = _HOLE
         reduce_path = f"{path}.__reduce_ex__({self.protocol})"
         out: list[tuple[str, Any]] = []
 
@@ -551,49 +821,225 @@ class _Walker:
             return [(named(v, f"{state_path}[{i}]"), v) for i, v in enumerate(state)]
         return [(named(state, state_path), state)]
 
+    def children_or_leaf(self, obj: Any) -> list[tuple[str, Any]]:
+        """:meth:`children`, with a reducer that raises (anything) taken as a leaf."""
+        try:
+            return self.children(obj) or []
+        except BaseException as exc:  # noqa: BLE001 - user reducers may raise anything
+            reraise_if_interrupted(exc)
+            return []
+
     # -- the walk ----------------------------------------------------------------------------
 
-    def locate(self, obj: Any, path: str, exc: BaseException, root: str,
-               stack: frozenset[int], within: str | None) -> None:
-        """Report the deepest failing objects at or below ``obj``, which fails with ``exc``."""
-        if id(obj) in self.reported:
+    def walk(self, name: str, obj: Any) -> None:
+        """Report every failing object below the root ``obj`` (named ``name``)."""
+        if type(obj) in _ATOMIC or id(obj) in self.judged:
             return
-        children = None
-        if len(stack) < MAX_DEPTH:
-            try:
-                with _spawning():  # reducers that assert spawning run as in a real start
-                    children = self.children(obj, path)
-            except Exception:  # noqa: BLE001 - the reducer itself fails: obj is at fault
-                children = None
-        bad = []
-        if children:
-            inner = _notable(obj) or within
-            here = stack | {id(obj)}
-            # A child that is also an ancestor (a cycle, such as a bound method of the dataset
-            # stored on the dataset) fails because of that ancestor's own problems.
-            bad = self.failing(children)
-            if isinstance(exc, RecursionError) and any(type(c) is type(obj) for _, c, _ in bad):
-                # Too deep to pickle: report where the self-similar nesting (a list of lists, a
-                # linked node chain) starts, not thousands of levels further down.
-                bad = []
-            for cpath, child, cexc in bad:
-                if id(child) not in here:
-                    self.locate(child, cpath, cexc, root, here, inner)
-        if not bad:
-            self.report(obj, path, exc, root, within)
+        self.root = name
+        earlier = frozenset(self.judged)  # judged under earlier roots
+        before = len(self.problems)
+        self.judged.add(id(obj))
+        self.keep.append(obj)
+        item = _Item(obj, name, None, None)
+        item.exc = _try_dump(obj, self.protocol, earlier)
+        if item.exc is None:
+            return
+        item.deep = isinstance(item.exc, RecursionError)
+        self.run(item)
+        # What is left once everything reported is fixed: too deep, or failing only as a whole.
+        left = _try_dump(obj, self.protocol, earlier | self.reported)
+        if isinstance(left, RecursionError):
+            self.report_depth(item, left, earlier)
+        elif left is not None and len(self.problems) == before and id(obj) not in self.reported:
+            self.report(item, left)
 
-    def report(self, obj: Any, path: str, exc: BaseException, root: str, within: str | None) -> None:
+    def run(self, root: _Item) -> None:
+        stack = [root]
+        while stack:
+            _check_interrupt()
+            item = stack.pop()
+            if id(item.obj) in self.reported:
+                continue
+            if self.budget <= 0:
+                stopped = f"the walk stopped here after {MAX_OBJECTS:,} objects"
+                # A chain link walked without a probe would fail as the chain does.
+                exc = item.exc or RecursionError("maximum recursion depth exceeded while pickling an object")
+                self.report(item, exc, note=stopped)
+                return
+            self.budget -= 1
+            try:
+                stack.extend(reversed(self.visit(item)))
+            except BaseException as exc:  # noqa: BLE001 - the object's own reducer raised: it is at fault
+                reraise_if_interrupted(exc)
+                self.report(item, item.exc or exc)
+
+    def visit(self, item: _Item) -> list[_Item]:
+        """The failing (or too deep) children of ``item`` to walk next; reports ``item`` itself
+        when none of its children fails on its own and it still fails.
+
+        Raises:
+            BaseException: what the object's reducer raises (the object is at fault).
+        """
+        obj = item.obj
+        kids = self.children(obj)
+        if kids is None:  # saved by reference (a function or class), or a reduce string
+            if item.exc is None:
+                item.exc = _try_dump(obj, self.protocol, self.judged)
+            if item.exc is not None:
+                self.report(item)
+            return []
+        inner = _notable(obj) or item.within
+        fresh: list[_Item] = []
+        for seg, child in kids:
+            if type(child) in _ATOMIC or id(child) in self.judged:
+                continue
+            self.judged.add(id(child))
+            fresh.append(_Item(child, seg, item, inner))
+        to_probe = []
+        for it in fresh:
+            if item.deep and type(it.obj) in self.deep_types:
+                it.deep = True  # the next link of a chain: walked, not probed
+            else:
+                to_probe.append(it)
+        bad = {id(it) for it in self.failing(to_probe)}
+        walk_on = [it for it in fresh if it.deep or id(it) in bad]
+        if not walk_on and not item.deep:
+            # No child fails on its own (or they are judged elsewhere): is it itself at fault?
+            exc = _try_dump(obj, self.protocol, self.judged)
+            if exc is not None:
+                self.report(item, exc)
+        return walk_on
+
+    def report_depth(self, root: _Item, exc: BaseException, earlier: frozenset[int]) -> None:
+        """Report where the structure below ``root`` that is too deep to pickle starts.
+
+        Walks it depth first, as the pickler does (iteratively, each object once, through
+        :meth:`successors`), keeps the deepest chain, and names its first object of the type
+        that repeats most along it.
+        """
+        memo = set(earlier)
+        memo.add(id(root.obj))
+        on_stack = {id(root.obj)}
+        back_edges: set[int] = set()  # objects a deeper one refers back to: a cycle
+        # A chain link is (object, parent link); only the deepest chain stays alive.
+        root_link: tuple = (root.obj, None)
+        stack: list[list] = [[root_link, self.successors(root.obj), 0]]
+        deepest, depth = root_link, 1
+        budget = MAX_OBJECTS
+        while stack and budget > 0:
+            top = stack[-1]
+            link, kids, i = top
+            if i >= len(kids):
+                stack.pop()
+                on_stack.discard(id(link[0]))
+                continue
+            top[2] = i + 1
+            child = kids[i]
+            if type(child) in _ATOMIC:
+                continue
+            if id(child) in memo:
+                if id(child) in on_stack:
+                    back_edges.add(id(child))
+                continue
+            budget -= 1
+            if not budget & 0xFFF:
+                _check_interrupt()
+            memo.add(id(child))
+            on_stack.add(id(child))
+            child_link = (child, link)
+            stack.append([child_link, self.successors(child), 0])
+            if len(stack) > depth:
+                deepest, depth = child_link, len(stack)
+        del stack
+        chain = []
+        node: tuple | None = deepest
+        while node is not None:
+            chain.append(node[0])
+            node = node[1]
+        chain.reverse()
+        counts: dict[type, int] = {}
+        for obj in chain[1:] or chain:
+            counts[type(obj)] = counts.get(type(obj), 0) + 1
+        repeated = max(counts, key=counts.__getitem__)
+        at = next(k for k, obj in enumerate(chain) if type(obj) is repeated)
+        entry = chain[at]
+        if id(entry) in self.reported:
+            return
+        # Name the way down to the entry (a few links) with the walk's own path segments.
+        item = root
+        for obj in chain[1:at + 1]:
+            seg = next((seg for seg, child in self.children_or_leaf(item.obj) if child is obj), f"{_HOLE}.<?>")
+            item = _Item(obj, seg, item, None)
+        n = len(chain) - at
+        cycle = "; it is a reference cycle back to this object" if id(entry) in back_edges else ""
+        if "maximum recursion depth exceeded" in _first_line(exc):
+            # The limit may strike inside a Python call the pickler makes (a reducer, a probe's
+            # persistent_id); a real start says this.
+            exc = RecursionError("maximum recursion depth exceeded while pickling an object")
+        self.report(item, exc, note=f"a chain of {n:,} nested objects starts here{cycle}", label="too-deep")
+
+    def successors(self, obj: Any) -> list:
+        """The objects pickling ``obj`` pickles next, in order, without paths (see
+        :meth:`children`); a reducer that raises (anything) gives none."""
+        t = type(obj)
+        if t is dict:
+            return [x for kv in obj.items() for x in kv]
+        if t is list or t is tuple or t is set or t is frozenset:
+            return list(obj)
+        if t is types.FunctionType or isinstance(obj, type):
+            return []
+        try:
+            reducer = self.table.get(t)
+            rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(self.protocol)
+            if isinstance(rv, str) or not isinstance(rv, tuple):
+                return []
+            self.keep.append(rv)
+            out = [rv[0], *(rv[1] if len(rv) > 1 and rv[1] else ())]
+            state = rv[2] if len(rv) > 2 else None
+            if type(state) is dict:
+                out += state.values()
+            elif type(state) is tuple and len(state) == 2 and all(type(x) in (dict, type(None)) for x in state):
+                out += [v for d in state if d for v in d.values()]
+            elif state is not None:
+                out.append(state)
+            if len(rv) > 3 and rv[3] is not None:
+                items = list(rv[3])
+                self.keep.append(items)
+                out += items
+            if len(rv) > 4 and rv[4] is not None:
+                pairs = list(rv[4])
+                self.keep.append(pairs)
+                out += [x for kv in pairs for x in kv]
+            return out
+        except BaseException as exc:  # noqa: BLE001 - user reducers may raise anything
+            reraise_if_interrupted(exc)
+            return []
+
+    def report(self, item: _Item, exc: BaseException | None = None, note: str | None = None,
+               label: str | None = None) -> None:
+        obj = item.obj
+        exc = exc if exc is not None else item.exc
+        if exc is None:  # pragma: no cover - every reported item has failed a probe
+            return
         self.reported.add(id(obj))
         self.keep.append(obj)
+        message = _first_line(exc) + (f" ({note})" if note else "")
+        try:
+            label = label or _label(obj, exc)
+            qualname = getattr(obj, "__qualname__", "") if isinstance(obj, (type, types.FunctionType)) else ""
+            within = item.within
+        except BaseException as err:  # noqa: BLE001 - a hostile __class__ or __qualname__
+            reraise_if_interrupted(err)
+            label, qualname, within = label or "other", "", item.within
         self.problems.append(Problem(
-            path=path,
+            path=_path(item),
             type=_type_name(obj),
-            message=_first_line(exc),
+            message=message,
             exc_type=type(exc).__name__ if isinstance(exc, TemporaryStorageError) else _type_name(exc),
-            label=_label(obj, exc),
+            label=label,
             within=within,
-            root=root,
-            qualname=getattr(obj, "__qualname__", "") if isinstance(obj, (type, types.FunctionType)) else "",
+            root=self.root,
+            qualname=qualname if isinstance(qualname, str) else "",
         ))
 
 
@@ -612,8 +1058,26 @@ def _stored_attr(obj: Any, name: str) -> Any:
     return object()
 
 
+def _collapse(problems: list[Problem]) -> list[Problem]:
+    """At most :data:`MAX_SIMILAR` problems with the same type, message, exception and label;
+    the last one kept says how many more there are and where the last of them is."""
+    groups: dict[tuple, list[Problem]] = {}
+    for p in problems:
+        groups.setdefault((p.type, p.message, p.exc_type, p.label), []).append(p)
+    notes = {}
+    for group in groups.values():
+        if len(group) > MAX_SIMILAR:
+            last = group[MAX_SIMILAR - 1]
+            more = len(group) - MAX_SIMILAR
+            notes[id(last)] = dataclasses.replace(
+                last, message=f"{last.message} (and {more:,} more object{'s' if more != 1 else ''} "
+                f"failing the same way, not listed; the last at {group[-1].path})")
+    kept = {id(p) for group in groups.values() for p in group[:MAX_SIMILAR]}
+    return [notes.get(id(p), p) for p in problems if id(p) in kept]
+
+
 def find_problems(roots: Mapping[str, Any], protocol: int = PROTOCOL) -> list[Problem]:
-    """Every object below ``roots`` that ForkingPickler cannot pickle, deepest first-found order.
+    """Every object below ``roots`` that ForkingPickler cannot pickle, in the order found.
 
     Args:
         roots: ``{root name: object}``, e.g. ``{"dataset": ds, "collate_fn": fn}``; each root
@@ -622,11 +1086,19 @@ def find_problems(roots: Mapping[str, Any], protocol: int = PROTOCOL) -> list[Pr
 
     Returns:
         One :class:`Problem` per object at fault. An object reached from several paths is
-        reported once, at the first path found; objects that pickle are never reported.
+        reported once, at the first path found; objects that pickle are never reported. Any
+        exception user code raises while being pickled (``SystemExit``, ``KeyboardInterrupt``
+        and ``GeneratorExit`` included) is a problem of the object whose code raised it. A
+        structure too deep to pickle is one problem (label ``too-deep``) where it starts. At
+        most :data:`MAX_SIMILAR` problems of one kind are listed, and at most
+        :data:`MAX_OBJECTS` objects are decomposed; time and memory grow linearly with the
+        objects walked.
+
+    Raises:
+        KeyboardInterrupt: a real Ctrl-C (SIGINT) arrived; see :func:`user_code_guard`.
     """
     walker = _Walker(protocol)
-    for name, obj in roots.items():
-        exc = probe(obj, protocol)
-        if exc is not None:
-            walker.locate(obj, name, exc, name, frozenset(), None)
-    return walker.problems
+    with user_code_guard(), _spawning():
+        for name, obj in roots.items():
+            walker.walk(name, obj)
+    return _collapse(walker.problems)

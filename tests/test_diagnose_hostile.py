@@ -1,0 +1,318 @@
+"""``harness diagnose`` and ``assert_spawn_safe`` on hostile user code (``tests/user_code/hostile_*``).
+
+The user's code may raise any BaseException, sleep forever, end its process or hand over a
+100,000-node reference cycle. The command runs it in a child process with a timeout and a
+memory bound; the in-process API contains what it raises. Expected outcomes were taken from
+running each target (the command's exit status, the one line it prints).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness._cli import main
+
+USER = Path(__file__).parent / "user_code"
+ROOT = USER.parent.parent
+POSIX = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and RLIMIT_AS")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main(["diagnose", *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# -- user code that raises BaseExceptions --------------------------------------------------------
+
+@pytest.mark.parametrize("factory, exc_type, message", [
+    ("exit_0", "SystemExit", "0"),
+    ("exit_5", "SystemExit", "5"),
+    ("keyboard_interrupt", "KeyboardInterrupt", "(raised with no message)"),
+    ("generator_exit", "GeneratorExit", "(raised with no message)"),
+])
+def test_reduce_raising_a_base_exception_is_a_finding(capsys, factory, exc_type, message):
+    rc, out, err = run(capsys, str(USER / f"hostile_raises.py:{factory}"))
+    assert rc == 1, err
+    assert "UNSAFE under spawn: 1 object cannot be sent to a worker" in out
+    assert "1. dataset.bomb" in out
+    assert "type:    hostile_raises.Raises" in out
+    assert f"message: {exc_type}: {message}" in out
+    assert "Traceback" not in out + err
+
+
+def test_reduce_raising_a_base_exception_in_json(capsys):
+    rc, out, _ = run(capsys, str(USER / "hostile_raises.py:exit_0"), "--json")
+    assert rc == 1
+    result = json.loads(out)
+    assert result["safe"] is False
+    assert result["problems"] == [{"path": "dataset.bomb", "type": "hostile_raises.Raises", "message": "0",
+                                   "case": None, "fix": None}]
+
+
+def test_escape_sequences_from_user_code_do_not_reach_the_terminal(capsys):
+    rc, out, _ = run(capsys, str(USER / "hostile_raises.py:escapes"))
+    assert rc == 1
+    assert "\x1b" not in out
+    assert "message: ValueError: \\x1b[2J\\x1b[31mall clear" in out
+
+
+@pytest.mark.parametrize("factory, expected", [
+    # __setstate__ raises SystemExit(7) when the worker unpickles the index
+    ("setstate_exits", {"path": "indices", "type": "hostile_raises.Unpicklable", "message":
+                        "pickles, but unpickling in the worker fails: SystemExit: 7",
+                        "case": "sampler-index-unpicklable", "fix": "sampler-index-getnewargs"}),
+    # the dataset's __len__ raises KeyboardInterrupt while the sampler draws: not a Ctrl-C
+    ("len_interrupts", {"path": "indices", "type": "torch.utils.data.sampler.BatchSampler", "message":
+                        "drawing the first indices raised KeyboardInterrupt", "case": None, "fix": None}),
+])
+def test_indices_that_exit_or_interrupt_are_a_finding(capsys, factory, expected):
+    rc, out, err = run(capsys, str(USER / f"hostile_raises.py:{factory}"), "--json")
+    assert rc == 1, err
+    assert json.loads(out)["problems"] == [expected]
+
+
+@pytest.mark.parametrize("target, words", [
+    ("hostile_import.py:anything", "hostile_import.py: import failed: SystemExit: 4"),
+    ("hostile_raises.py:factory_exits", "calling factory_exits() raised SystemExit: 3"),
+    ("hostile_raises.py:factory_interrupts", "calling factory_interrupts() raised KeyboardInterrupt"),
+])
+def test_import_or_factory_raising_a_base_exception_is_one_line_exit_2(capsys, target, words):
+    rc, out, err = run(capsys, str(USER / target))
+    assert rc == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert words in err
+
+
+def test_what_the_user_code_prints_stays_off_the_json(capfd):
+    rc = main(["diagnose", str(USER / "hostile_raises.py:prints"), "--json"])
+    out, err = capfd.readouterr()
+    assert rc == 0
+    assert json.loads(out)["safe"] is True
+    assert "hello from the factory" in err
+
+
+# -- user code that never returns, or ends its process -------------------------------------------
+
+def test_a_factory_that_sleeps_is_killed_after_the_timeout(capsys):
+    t0 = time.monotonic()
+    rc, out, err = run(capsys, str(USER / "hostile_raises.py:factory_sleeps"), "--timeout", "2")
+    assert time.monotonic() - t0 < 30
+    assert rc == 2
+    assert out == ""
+    assert err.strip() == (f"harness diagnose: error: {USER / 'hostile_raises.py:factory_sleeps'}: timed out "
+                           "after 2 s while calling factory_sleeps(); the process tree running it was "
+                           "killed (a longer --timeout gives it more time)")
+
+
+def _wait_for(path: Path, timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_timeout_kills_what_the_factory_started_too(capsys, monkeypatch, tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    monkeypatch.setenv("HOSTILE_PID_FILE", str(pid_file))
+    rc, _, err = run(capsys, str(USER / "hostile_raises.py:factory_sleeps_with_child"), "--timeout", "8")
+    assert rc == 2
+    assert "timed out after 8 s while calling factory_sleeps_with_child()" in err
+    assert _gone(_wait_for(pid_file, 1))
+
+
+@POSIX
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_in_the_parent_kills_the_child_tree_and_exits_130(tmp_path, sig):
+    pid_file = tmp_path / "grandchild.pid"
+    env = {**os.environ, "HOSTILE_PID_FILE": str(pid_file)}
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "diagnose",
+                             "tests/user_code/hostile_raises.py:factory_sleeps_with_child"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        grandchild = _wait_for(pid_file)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert out == ""
+    assert err.strip().endswith("harness diagnose: interrupted; the process diagnosing "
+                                "tests/user_code/hostile_raises.py:factory_sleeps_with_child was stopped")
+    assert _gone(grandchild)
+
+
+def test_a_factory_that_calls_os_exit_is_unsafe_in_one_line(capsys):
+    target = str(USER / "hostile_raises.py:factory_os_exit")
+    rc, out, err = run(capsys, target, "--json")
+    assert rc == 1
+    assert out == ""
+    assert err.strip() == (f"harness diagnose: {target}: UNSAFE: the process running it exited with status 3 "
+                           "while calling factory_os_exit(), before it could report: the target's own code ended it")
+
+
+@POSIX
+def test_a_factory_that_kills_its_process_is_unsafe_in_one_line(capsys):
+    rc, out, err = run(capsys, str(USER / "hostile_raises.py:factory_kills_itself"))
+    assert rc == 1
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "UNSAFE: the process running it was killed by signal SIGKILL while calling factory_kills_itself()" in err
+
+
+# -- the memory bound ----------------------------------------------------------------------------
+
+@POSIX
+def test_a_factory_past_the_memory_bound_is_one_line_exit_2(capsys, monkeypatch):
+    monkeypatch.setenv("HARNESS_DIAGNOSE_MEMORY_GIB", "1")
+    rc, out, err = run(capsys, str(USER / "hostile_raises.py:factory_allocates"))
+    assert rc == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "ran out of memory while calling factory_allocates() (limit: 1 GiB more than at start; " \
+           "set HARNESS_DIAGNOSE_MEMORY_GIB to change it, 0 lifts it)" in err
+
+
+@POSIX
+def test_a_reducer_past_the_memory_bound_is_a_finding(capsys, monkeypatch):
+    monkeypatch.setenv("HARNESS_DIAGNOSE_MEMORY_GIB", "1")
+    rc, out, _ = run(capsys, str(USER / "hostile_raises.py:reduce_allocates"), "--json")
+    assert rc == 1
+    (problem,) = json.loads(out)["problems"]
+    assert problem["path"] == "dataset.bomb"
+    assert problem["type"] == "hostile_raises.Allocates"
+
+
+@pytest.mark.parametrize("value", ["lots", "-1", "nan"])
+def test_a_bad_memory_bound_is_a_usage_error(capsys, monkeypatch, value):
+    monkeypatch.setenv("HARNESS_DIAGNOSE_MEMORY_GIB", value)
+    rc, out, err = run(capsys, str(USER / "loader_safe.py:make_loader"))
+    assert rc == 2
+    assert out == ""
+    assert err.startswith(f"harness diagnose: error: HARNESS_DIAGNOSE_MEMORY_GIB={value!r}")
+
+
+def test_timeout_must_be_a_positive_number(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["diagnose", str(USER / "loader_safe.py:make_loader"), "--timeout", "0"])
+    assert info.value.code == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+# -- a 100,000-node reference cycle --------------------------------------------------------------
+
+_MEASURED = r"""
+import json, resource, subprocess, sys, time
+t0 = time.monotonic()
+proc = subprocess.run([sys.executable, "-m", "harness", "diagnose", *sys.argv[1:]], capture_output=True, text=True)
+print(json.dumps({"rc": proc.returncode, "out": proc.stdout, "err": proc.stderr, "wall_s": time.monotonic() - t0,
+                  "peak_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+"""
+
+
+@POSIX
+def test_a_100000_node_cycle_names_the_lock_once_within_the_default_timeout():
+    # Before: 82 s, 5 GiB peak, 100,000 identical RecursionError findings and no lock.
+    proc = subprocess.run([sys.executable, "-c", _MEASURED, "tests/user_code/hostile_cycle.py:make_dataset", "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = json.loads(proc.stdout)
+    assert run["rc"] == 1, run["err"]
+    assert run["wall_s"] < 60
+    if sys.platform.startswith("linux"):  # KiB there; the largest process of the tree
+        assert run["peak_kib"] < 2 * 2**20
+    problems = json.loads(run["out"])["problems"]
+    assert [(p["path"], p["type"]) for p in problems] == [
+        ("dataset.nodes[4321].lock", "_thread.lock"),
+        ("dataset.nodes[0]", "hostile_cycle.Node"),
+    ]
+    assert problems[0]["case"] == "dataset-lock"
+    assert problems[1]["message"] == ("maximum recursion depth exceeded while pickling an object (a chain of "
+                                      "100,000 nested objects starts here; it is a reference cycle back to this object)")
+
+
+# -- the in-process API --------------------------------------------------------------------------
+
+def _bomb(exc: BaseException):
+    from user_code.hostile_raises import Holds, Raises
+
+    return Holds(Raises(exc))
+
+
+@pytest.mark.parametrize("exc", [SystemExit(0), SystemExit(5), KeyboardInterrupt(), GeneratorExit()],
+                         ids=["SystemExit(0)", "SystemExit(5)", "KeyboardInterrupt", "GeneratorExit"])
+def test_assert_spawn_safe_reports_a_base_exception_from_a_reducer(exc):
+    from harness import assert_spawn_safe
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(AssertionError) as info:
+        assert_spawn_safe(_bomb(exc))
+    assert str(info.value).splitlines()[1].startswith("  dataset.bomb: user_code.hostile_raises.Raises: ")
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+class SendsSigint:
+    """A real Ctrl-C arrives while it is pickled."""
+
+    def __reduce__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler raises here
+        return (int, (0,))
+
+
+class SwallowsSigint:
+    """A real Ctrl-C arrives while it is pickled, and its own code swallows it."""
+
+    def __reduce__(self):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            pass
+        return (int, (0,))
+
+
+@POSIX
+@pytest.mark.parametrize("cls", [SendsSigint, SwallowsSigint])
+def test_a_real_ctrl_c_still_interrupts_the_in_process_api(cls):
+    from user_code.hostile_raises import Holds
+
+    from harness import assert_spawn_safe
+
+    before = signal.getsignal(signal.SIGINT)
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        assert_spawn_safe(Holds(cls()))
+    assert time.monotonic() - t0 < 5
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_drawing_indices_that_interrupt_in_process_is_a_finding():
+    from user_code.hostile_raises import len_interrupts
+
+    from harness._diagnose import diagnose
+
+    result = diagnose(len_interrupts())
+    assert [(f.problem.path, f.problem.exc_type) for f in result.findings] == [("indices", "KeyboardInterrupt")]
