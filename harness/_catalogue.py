@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import importlib.machinery
 import importlib.util
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
 
+from harness._config import ConfigError, catalogue_dirs
 from harness._shard import schema
 
-__all__ = ["Case", "CatalogueError", "Catalogue", "discover", "default_catalogue_dir", "select"]
+__all__ = ["Case", "CatalogueError", "Catalogue", "discover", "default_catalogue_dir", "open_catalogue", "select"]
 
 REQUIRED = ("id", "family", "title", "why", "expect", "sources")
 
@@ -49,6 +53,8 @@ class Case:
         module: dotted module name, e.g. ``cases.unpicklable_callables.transform_lambda``.
         path: the module's file.
         root: the directory to put on ``sys.path`` so ``module`` imports.
+        import_root: a project directory cells also put on ``sys.path`` (its own package
+            imports as from that directory), or ``None``.
         requires: preconditions such as ``"cuda"``; a cell that lacks one is ``skipped``.
         timeout_s: per-cell timeout override in seconds, or ``None`` for the run's default.
         expect_when: expectations that differ where a condition holds, applied in order over
@@ -72,6 +78,7 @@ class Case:
     requires: tuple[str, ...] = ()
     timeout_s: float | None = None
     expect_when: tuple[dict, ...] = ()
+    import_root: Path | None = None
 
     def expectation(self, python: tuple[int, int], sharing_strategy: str) -> tuple[dict[str, str], dict[str, str]]:
         """``(expect, expect_kind)`` on a runner with this ``python`` (major, minor) and torch
@@ -202,9 +209,8 @@ def _check_case(meta: dict, path: Path) -> None:
     raise CatalogueError(f"{path}: CASE{where}: {message}")
 
 
-def _read_case(path: Path, root: Path) -> Case | None:
+def _read_case(path: Path, root: Path, module: str, import_root: Path | None = None) -> Case | None:
     """Parse one module; ``None`` when it declares no ``CASE``."""
-    rel = path.relative_to(root)
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as exc:
@@ -235,7 +241,6 @@ def _read_case(path: Path, root: Path) -> Case | None:
         raise CatalogueError(f"{path}: CASE['stdin'] needs 'script': True")
     if not is_script and not any(isinstance(s, ast.FunctionDef) and s.name == "run" for s in tree.body):
         raise CatalogueError(f"{path}: a module case must define run(cell)")
-    module = ".".join((root.name, *rel.with_suffix("").parts))
     return Case(
         id=str(meta["id"]),
         family=str(meta["family"]),
@@ -252,44 +257,117 @@ def _read_case(path: Path, root: Path) -> Case | None:
         module=module,
         path=path.resolve(),
         root=root.parent.resolve(),
+        import_root=import_root.resolve() if import_root else None,
     )
 
 
-def discover(catalogue_dir: Path | None = None) -> Catalogue:
+def _check_package_root(root: Path) -> None:
+    """Raise :class:`CatalogueError` when ``root``'s cases cannot be imported as ``<root.name>.*``.
+
+    Case modules are imported by their dotted name (``<directory>.<sub>.<file>``) with the
+    directory's parent first on ``sys.path``, in the cell and in spawn workers alike. A
+    directory without ``__init__.py`` is a namespace package (PEP 420), which loses to a regular
+    package of the same name anywhere on ``sys.path`` (``cases``, the built-in catalogue, for one).
+    """
+    if not root.name.isidentifier():
+        raise CatalogueError(f"{root}: a catalogue directory's name is the package its cases are "
+                             f"imported as; {root.name!r} is not a Python identifier")
+    if (root / "__init__.py").is_file():
+        return
+    spec = importlib.machinery.PathFinder.find_spec(root.name, [str(root.parent), *sys.path])
+    places = [os.path.normcase(os.path.realpath(p)) for p in (spec.submodule_search_locations or [])] if spec else []
+    if os.path.normcase(os.path.realpath(root)) not in places:
+        where = spec.origin if spec and spec.origin else (places[0] if places else "another package")
+        raise CatalogueError(f"{root}: its cases would be imported as package {root.name!r}, which is "
+                             f"{where}; rename the directory or give it an __init__.py")
+
+
+def _module_name(root: Path, path: Path) -> str:
+    """``<root.name>.<sub>.<stem>`` for the case file ``path`` under ``root``.
+
+    Raises:
+        CatalogueError: a folder or file name that is not a Python identifier.
+    """
+    rel = path.relative_to(root).with_suffix("")
+    for part in rel.parts:
+        if not part.isidentifier():
+            raise CatalogueError(f"{path}: {part!r} is not a Python identifier, so the case cannot be "
+                                 "imported; rename it (e.g. with '_' for '-')")
+    return ".".join((root.name, *rel.parts))
+
+
+def discover(catalogue_dir: Path | list[Path] | None = None, *, import_root: Path | None = None) -> Catalogue:
     """Find every case under ``catalogue_dir`` (default: the installed ``cases`` package).
+
+    Args:
+        catalogue_dir: one catalogue directory or several (a project may keep more than one).
+            A directory needs no ``__init__.py``; its name is the package its cases are
+            imported as (see :func:`_check_package_root`).
+        import_root: a directory every cell puts on ``sys.path`` too, so that case modules
+            import the project's own package as they would from that directory (the current
+            directory of a project run; ``None`` for the built-in catalogue).
 
     Files and folders whose names start with ``_`` are support code, not cases. Each
     module that cannot be read yields one line in ``Catalogue.errors``; the rest still load.
 
     Raises:
-        CatalogueError: the directory does not exist, or two cases share an id.
+        CatalogueError: a directory does not exist or cannot be imported as a package, or two
+            cases share an id (in one catalogue or across two: both files are named).
     """
-    root = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
-    if not root.is_dir():
-        raise CatalogueError(f"{root}: catalogue directory does not exist")
+    roots = [Path(p) for p in catalogue_dir] if isinstance(catalogue_dir, (list, tuple)) else \
+        [Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()]
     cases: list[Case] = []
     errors: list[str] = []
     seen: dict[str, Path] = {}
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root)
-        if any(part.startswith(("_", ".")) for part in rel.parts):
-            continue
-        try:
-            case = _read_case(path, root)
-        except CatalogueError as exc:
-            errors.append(str(exc))
-            continue
-        if case is None:
-            continue
-        if case.id in seen:
-            raise CatalogueError(f"{path}: case id {case.id!r} already used by {seen[case.id]}")
-        seen[case.id] = path
-        cases.append(case)
+    packages: dict[str, Path] = {}
+    for root in roots:
+        if not root.is_dir():
+            raise CatalogueError(f"{root}: catalogue directory does not exist")
+        _check_package_root(root)
+        if root.name in packages and packages[root.name] != root.resolve():
+            raise CatalogueError(f"{root}: its cases would be imported as package {root.name!r}, like "
+                                 f"those of {packages[root.name]}; rename one of the two directories")
+        packages[root.name] = root.resolve()
+        for path in sorted(root.rglob("*.py")):
+            rel = path.relative_to(root)
+            if any(part.startswith(("_", ".")) for part in rel.parts):
+                continue
+            try:
+                case = _read_case(path, root, _module_name(root, path), import_root)
+            except CatalogueError as exc:
+                errors.append(str(exc))
+                continue
+            if case is None:
+                continue
+            if case.id in seen:
+                raise CatalogueError(f"{path}: case id {case.id!r} already used by {seen[case.id]}")
+            seen[case.id] = path
+            cases.append(case)
     ids = {c.id for c in cases}
     for c in cases:
         if c.fix and c.fix not in ids:
             errors.append(f"{c.path}: fix {c.fix!r} names no case in the catalogue")
     return Catalogue(cases=cases, errors=errors)
+
+
+def open_catalogue(cli_dirs: Path | list[Path] | None = None) -> Catalogue:
+    """The catalogue a command works on: ``--catalogue`` directories when given, else the
+    project's ``[tool.harness] catalogue`` (:mod:`harness._config`), else the built-in one.
+
+    A project's catalogue (either way) gets the current directory as its ``import_root``.
+
+    Raises:
+        CatalogueError: as :func:`discover`, or an unusable ``[tool.harness]`` table.
+    """
+    if isinstance(cli_dirs, (str, os.PathLike)):
+        cli_dirs = [Path(cli_dirs)]
+    try:
+        dirs = catalogue_dirs(cli_dirs)
+    except ConfigError as exc:
+        raise CatalogueError(str(exc)) from None
+    if dirs is None:
+        return discover()
+    return discover(dirs, import_root=Path.cwd())
 
 
 def select(cases: list[Case], patterns: list[str] | None = None, families: list[str] | None = None) -> list[Case]:

@@ -164,7 +164,7 @@ def run_spec(spec: dict) -> dict:
             result.update(status="import-failed", duration_s=0.0, **_exc_fields(exc))
             return result
 
-    from cases import _support  # the catalogue's support module, inside the cell only
+    from harness import case as case_api  # imports torch: inside the cell only
 
     strategy = os.environ.get("HARNESS_SHARING_STRATEGY")
     if strategy:  # a platform profile's strategy (a warm cell imported torch before its hook ran)
@@ -172,7 +172,7 @@ def run_spec(spec: dict) -> dict:
 
         torch.multiprocessing.set_sharing_strategy(strategy)
 
-    cell = _support.current_cell()
+    cell = case_api.current_cell()
     warnings.simplefilter("always")
     warnings.showwarning = show
     t0 = time.perf_counter()
@@ -187,9 +187,9 @@ def run_spec(spec: dict) -> dict:
             runpy.run_path(spec["path"], run_name="__main__")
         else:
             entry(cell)
-    except _support.Wrong as exc:
+    except case_api.Wrong as exc:
         result.update(status="wrong", **_exc_fields(exc))
-    except _support.Skip as exc:
+    except case_api.Skip as exc:
         result.update(status="skipped", **_exc_fields(exc))
     except SystemExit as exc:
         if exc.code not in (None, 0):

@@ -39,6 +39,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
+#: ``--catalogue`` of run, list, explain and report: repeatable; overrides ``[tool.harness]``.
+CATALOGUE_OPTION = dict(
+    type=Path, action="append", default=None, metavar="DIR",
+    help="a directory of case modules (repeatable; default: the [tool.harness] catalogue of "
+    "./pyproject.toml, else the built-in catalogue)",
+)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in one line and exits 2."""
 
@@ -63,8 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="cells run in parallel (default: usable CPU count)")
     run.add_argument("--out", type=Path, default=Path("reports/shards"), metavar="DIR",
                      help="shard directory (default: reports/shards)")
-    run.add_argument("--catalogue", type=Path, default=None, metavar="DIR",
-                     help="a catalogue package directory (default: the installed 'cases' package)")
+    run.add_argument("--catalogue", **CATALOGUE_OPTION)
     run.add_argument("--isolation", choices=("auto", "warm", "fresh"), default="auto",
                      help="warm: fork each cell from a template that has imported torch (Linux); "
                      "fresh: a new interpreter per cell; auto (default): warm where available")
@@ -81,18 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
                          "junit.xml and matrix.png")
     rep.add_argument("--shards", type=Path, default=Path("reports/shards"), metavar="DIR")
     rep.add_argument("--out", type=Path, default=Path("reports"), metavar="DIR")
+    rep.add_argument("--catalogue", **CATALOGUE_OPTION)
     rep.add_argument("--summary", type=Path, default=None, metavar="FILE",
                      help="append the compact compatibility table to FILE, e.g. $GITHUB_STEP_SUMMARY "
                      "(kept under 1 MiB, with a short form when larger)")
 
     lst = sub.add_parser("list", help="list the catalogue's cases")
     lst.add_argument("--json", action="store_true", help="print a JSON array")
-    lst.add_argument("--catalogue", type=Path, default=None, metavar="DIR")
+    lst.add_argument("--catalogue", **CATALOGUE_OPTION)
 
     exp = sub.add_parser("explain", help="show a case's code, why it fails where it does, what was "
                          "observed, and the diff to its fix")
     exp.add_argument("case", metavar="CASE", help="a case id (see 'harness list')")
-    exp.add_argument("--catalogue", type=Path, default=None, metavar="DIR")
+    exp.add_argument("--catalogue", **CATALOGUE_OPTION)
     exp.add_argument("--matrix", type=Path, default=None, metavar="FILE",
                      help="report to read observed outcomes from (default: reports/matrix.json)")
 
@@ -165,7 +173,7 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.command == "report":
         from harness._report import write_report
 
-        return write_report(args.shards, args.out, summary=args.summary)
+        return write_report(args.shards, args.out, summary=args.summary, catalogue_dirs=args.catalogue)
     if args.command == "list":
         from harness._listing import list_cases
 

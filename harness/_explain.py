@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import TextIO
 
-from harness._catalogue import Case, Catalogue, CatalogueError, discover
+from harness._catalogue import Case, Catalogue, CatalogueError, open_catalogue
 from harness._escape import terminal
 from harness._jsonfile import JSONFileError, load_json_file
 from harness._merge import validate_matrix
@@ -208,13 +208,14 @@ def explain_case(case: Case, catalogue: Catalogue, matrix: dict | None, matrix_n
             out.write("  none needed: every start method is expected to pass\n")
 
 
-def explain_command(case_id: str, catalogue_dir: Path | None = None, matrix_path: Path | None = None,
+def explain_command(case_id: str, catalogue_dir: Path | list[Path] | None = None, matrix_path: Path | None = None,
                     out: TextIO | None = None) -> int:
     """``harness explain CASE``; returns the exit code.
 
     Args:
         case_id: the case id.
-        catalogue_dir: a catalogue directory (default: the installed ``cases`` package).
+        catalogue_dir: catalogue directories (default: the project's ``[tool.harness]
+            catalogue``, else the built-in one).
         matrix_path: the report to read observations from (default: ``reports/matrix.json``).
         out: where the explanation goes (default: stdout).
 
@@ -225,7 +226,7 @@ def explain_command(case_id: str, catalogue_dir: Path | None = None, matrix_path
     """
     out = out or sys.stdout
     try:
-        catalogue = discover(catalogue_dir)
+        catalogue = open_catalogue(catalogue_dir)
     except CatalogueError as exc:
         print(f"harness explain: {exc}", file=sys.stderr)
         return 2

@@ -6,17 +6,17 @@ import json
 import sys
 from pathlib import Path
 
-from harness._catalogue import CatalogueError, discover
+from harness._catalogue import CatalogueError, open_catalogue
 from harness._escape import terminal
 
 __all__ = ["list_cases"]
 
 
-def list_cases(as_json: bool = False, catalogue_dir: Path | None = None) -> int:
+def list_cases(as_json: bool = False, catalogue_dir: Path | list[Path] | None = None) -> int:
     """Print the cases; 0 when every module was read, 2 when any could not be (each is named on
     stderr in one line, and the readable cases are still listed)."""
     try:
-        cat = discover(catalogue_dir)
+        cat = open_catalogue(catalogue_dir)
     except CatalogueError as exc:
         print(terminal(f"harness list: {exc}", one_line=True), file=sys.stderr)
         return 2

@@ -12,6 +12,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from harness._catalogue import CatalogueError, discover
+from harness._config import ConfigError
+from harness._config import catalogue_dirs as project_catalogue_dirs
 from harness._escape import terminal
 from harness._heatmap import MISSING_NOTE, render_heatmap
 from harness._junit import junit_xml
@@ -71,6 +74,25 @@ def _load(state: dict) -> int | None:
     if not shards:
         _say(f"no valid shard in {state['shard_dir']}; run 'harness run' first")
         return 2
+    return None
+
+
+def _coverage(state: dict) -> int | None:
+    """Name the project's cases that no shard has a result for (see :func:`write_report`)."""
+    try:
+        dirs = project_catalogue_dirs(state["catalogue_dirs"])
+        if dirs is None:
+            return None
+        catalogue = discover(dirs, import_root=Path.cwd())
+    except (ConfigError, CatalogueError) as exc:
+        _say(str(exc))
+        return 2
+    for line in catalogue.errors:
+        _say(line)
+    observed = {r["case"] for _, shard in state["shards"] for r in shard["results"]}
+    for case in catalogue.cases:
+        if case.id not in observed:
+            _say(f"{case.path}: case {case.id!r} has no result in any shard; run 'harness run --cases {case.id}'")
     return None
 
 
@@ -136,10 +158,11 @@ def _verdict(state: dict) -> int:
     return 1 if mismatches else 0
 
 
-_STEPS: tuple[Callable[[dict], int | None], ...] = (_load, _merge, _write, _summary)
+_STEPS: tuple[Callable[[dict], int | None], ...] = (_load, _coverage, _merge, _write, _summary)
 
 
-def write_report(shard_dir: Path, out_dir: Path, summary: Path | None = None) -> int:
+def write_report(shard_dir: Path, out_dir: Path, summary: Path | None = None,
+                 catalogue_dirs: list[Path] | None = None) -> int:
     """Merge every shard in ``shard_dir`` and write the report files into ``out_dir``.
 
     Args:
@@ -148,6 +171,10 @@ def write_report(shard_dir: Path, out_dir: Path, summary: Path | None = None) ->
             (with matplotlib) ``matrix.png`` go.
         summary: a file to append the compact compatibility table to, such as the file named
             by ``$GITHUB_STEP_SUMMARY``; kept under GitHub's 1 MiB per-step limit.
+        catalogue_dirs: a project's catalogue (``--catalogue``; default its ``[tool.harness]
+            catalogue``): each of its cases that no shard has a result for is named in one
+            line, so a case added but never run does not go unnoticed. The built-in
+            catalogue is not checked (shards carry their own case tables).
 
     Shards are read as by :func:`harness._shard.read_shard` (regular files only, bounded in
     size and depth, strict JSON); a ``matrix.json`` this command wrote into ``shard_dir`` (when
@@ -162,7 +189,8 @@ def write_report(shard_dir: Path, out_dir: Path, summary: Path | None = None) ->
         appended. The report still covers the valid shards.
     """
     state: dict = {"shard_dir": Path(shard_dir), "out_dir": Path(out_dir),
-                   "summary": Path(summary) if summary is not None else None}
+                   "summary": Path(summary) if summary is not None else None,
+                   "catalogue_dirs": catalogue_dirs}
     for step in _STEPS:
         code = step(state)
         if code is not None:

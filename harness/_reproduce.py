@@ -59,8 +59,12 @@ class ScriptSpec(CellSpec):
     cwd: str = ""
 
     def to_child(self) -> dict:
-        """The cell spec plus ``argv`` and ``cwd`` (read by :func:`harness._cell.run_spec`)."""
-        return {**super().to_child(), "argv": list(self.argv), "cwd": self.cwd}
+        """The cell spec plus ``argv`` and ``cwd`` (read by :func:`harness._cell.run_spec`).
+
+        A user's script never calls ``cell.check``: one that ends normally passes, so the
+        catalogue's ``require_check`` is off.
+        """
+        return {**super().to_child(), "require_check": False, "argv": list(self.argv), "cwd": self.cwd}
 
 
 @dataclass

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness._catalogue import Case, CatalogueError, discover, select
+from harness._catalogue import Case, CatalogueError, open_catalogue, select
 from harness._outcomes import METHODS
 from harness._policy import profile as _profile
 from harness._progress import Progress, say
@@ -100,7 +100,7 @@ def run_catalogue(
     out_dir: Path,
     timeout_s: float,
     jobs: int | None,
-    catalogue_dir: Path | None = None,
+    catalogue_dir: Path | list[Path] | None = None,
     num_workers: int = DEFAULT_WORKERS,
     isolation: str | None = "auto",
     resume: bool = False,
@@ -114,7 +114,9 @@ def run_catalogue(
         out_dir: shard directory; the shard's name comes from the runner.
         timeout_s: per-cell timeout in seconds (a case's own ``timeout_s`` wins).
         jobs: cells using the CPU at once (default: the usable CPU count).
-        catalogue_dir: another catalogue package directory.
+        catalogue_dir: catalogue directories (``--catalogue``, repeatable); ``None``: the
+            project's ``[tool.harness] catalogue``, else the built-in one
+            (:func:`harness._catalogue.open_catalogue`).
         num_workers: DataLoader workers per cell (not for ``in-process``).
         isolation: ``auto`` (``warm`` on Linux, else ``fresh``), ``warm`` or ``fresh``;
             recorded in the shard's ``runner.isolation``.
@@ -160,7 +162,7 @@ def run_catalogue(
     if isolation == "warm" and mode != "warm":
         say("harness run: --isolation warm needs Linux; cells start fresh interpreters here")
     try:
-        catalogue = discover(catalogue_dir)
+        catalogue = open_catalogue(catalogue_dir)
     except CatalogueError as exc:
         return fail(str(exc))
     # A broken case module is named first, so that selecting it by its id shows why it is

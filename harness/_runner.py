@@ -230,7 +230,9 @@ def cell_env(spec: CellSpec, workdir: Path, stderr_path: Path) -> dict[str, str]
     ``TMPDIR``/``TEMP``/``TMP`` are the cell's own work folder (removed with it);
     ``PYTHONPATH`` starts with the start-up hook (:data:`CELL_SITE_DIR`: worker stderr that
     reaches ``stderr_path`` even where a spawn child's ``sys.stderr`` is ``None``, and the
-    profile's sharing strategy) and the case's catalogue root.
+    profile's sharing strategy), the case's catalogue root and, for a project's own catalogue,
+    the project directory (``Case.import_root``), so its package imports in the cell and in
+    every worker as it would from there.
     """
     env = dict(os.environ)
     env["HARNESS_CELL_METHOD"] = spec.method
@@ -241,8 +243,9 @@ def cell_env(spec: CellSpec, workdir: Path, stderr_path: Path) -> dict[str, str]
         env["HARNESS_SHARING_STRATEGY"] = profile(spec.profile).sharing_strategy
     for var in ("TMPDIR", "TEMP", "TMP"):
         env[var] = str(workdir)
+    project = str(spec.case.import_root) if spec.case.import_root else ""
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(CELL_SITE_DIR), str(spec.case.root), env.get("PYTHONPATH", "")) if p
+        p for p in (str(CELL_SITE_DIR), str(spec.case.root), project, env.get("PYTHONPATH", "")) if p
     )
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONFAULTHANDLER"] = "1"

@@ -31,7 +31,7 @@ def _catalogue(root: Path) -> Path:
     _write(cat, "__init__.py", "")
     _write(cat, "ok.py", f'''
         from torch.utils.data import DataLoader
-        from cases._support import Squares, squares
+        from harness.case import Squares, squares
         CASE = {{"id": "t-ok", "family": "t", "title": "ok", "why": "w", "expect": {ALL_PASS},
                 "sources": ["https://example.org/ok"]}}
         def run(cell):

@@ -38,7 +38,7 @@ import multiprocessing.process
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from cases._support import current_cell, squares
+from harness.case import current_cell, squares
 
 
 def facts(where):

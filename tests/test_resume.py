@@ -29,7 +29,7 @@ import time
 
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, squares
+from harness.case import Squares, squares
 
 CASE = {
     "id": "slow",
@@ -56,7 +56,7 @@ QUICK = '''
 
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, squares
+from harness.case import Squares, squares
 
 CASE = {
     "id": "quick-%s",

@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import squares
+from harness.case import squares
 
 CASE = {
     "id": "global-set-in-parent",

@@ -5,7 +5,7 @@ import multiprocessing
 import torch
 from torch.utils.data import DataLoader
 
-from cases._support import Cell, Squares, Wrong, squares
+from harness.case import Cell, Squares, Wrong, squares
 
 CASE = {
     "id": "loader-in-child-process",

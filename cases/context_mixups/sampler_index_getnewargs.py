@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from cases._support import squares
+from harness.case import squares
 
 CASE = {
     "id": "sampler-index-getnewargs",

@@ -4,8 +4,8 @@ import multiprocessing
 
 from torch.utils.data import DataLoader
 
-from cases._support import Wrong, squares
 from cases.context_mixups.value_fork_context_spawn_loader import CountingSquares
+from harness.case import Wrong, squares
 
 CASE = {
     "id": "value-default-context-spawn-loader",

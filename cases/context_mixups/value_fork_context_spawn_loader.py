@@ -5,7 +5,7 @@ import multiprocessing
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import Skip, Wrong, squares
+from harness.case import Skip, Wrong, squares
 
 CASE = {
     "id": "value-fork-context-spawn-loader",

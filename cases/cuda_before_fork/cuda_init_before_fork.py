@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import Skip, squares
+from harness.case import Skip, squares
 
 CASE = {
     "id": "cuda-init-before-fork",

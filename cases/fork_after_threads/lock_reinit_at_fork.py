@@ -6,7 +6,7 @@ import threading
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import squares
+from harness.case import squares
 
 CASE = {
     "id": "fork-lock-reinit-at-fork",

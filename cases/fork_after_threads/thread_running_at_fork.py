@@ -4,7 +4,7 @@ import threading
 
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, add_one, squares
+from harness.case import Squares, add_one, squares
 
 CASE = {
     "id": "fork-thread-running",

@@ -22,7 +22,7 @@ CASE = {
 import torch  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
-from cases._support import current_cell, squares  # noqa: E402
+from harness.case import current_cell, squares  # noqa: E402
 
 
 class NotebookSquares(Dataset):

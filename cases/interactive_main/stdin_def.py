@@ -24,7 +24,7 @@ CASE = {
 
 from torch.utils.data import DataLoader  # noqa: E402
 
-from cases._support import Squares, current_cell, squares  # noqa: E402
+from harness.case import Squares, current_cell, squares  # noqa: E402
 
 
 def add_one(x):

@@ -7,7 +7,7 @@ CASE = {
     "script": True,
     "stdin": "interactive",
     "why": "Everything the workers need pickles by reference to an importable module "
-    "(cases._support), so the file-less interactive __main__ is never looked up. (Code piped to "
+    "(harness.case), so the file-less interactive __main__ is never looked up. (Code piped to "
     "'python -' is another matter: see interactive-python-dash-pipe.)",
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "pass", "forkserver": "pass"},
     "sources": [
@@ -18,7 +18,7 @@ CASE = {
 
 from torch.utils.data import DataLoader  # noqa: E402
 
-from cases._support import Squares, add_one, current_cell, squares  # noqa: E402
+from harness.case import Squares, add_one, current_cell, squares  # noqa: E402
 
 cell = current_cell()
 loader = DataLoader(Squares(16, transform=add_one), batch_size=4, num_workers=cell.num_workers)

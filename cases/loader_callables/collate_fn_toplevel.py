@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, squares
+from harness.case import Squares, squares
 
 CASE = {
     "id": "collate-fn-toplevel",

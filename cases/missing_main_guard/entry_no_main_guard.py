@@ -20,7 +20,7 @@ CASE = {
 
 from torch.utils.data import DataLoader  # noqa: E402
 
-from cases._support import Squares, add_one, current_cell, squares  # noqa: E402
+from harness.case import Squares, add_one, current_cell, squares  # noqa: E402
 
 cell = current_cell()
 loader = DataLoader(Squares(16, transform=add_one), batch_size=4, num_workers=cell.num_workers)

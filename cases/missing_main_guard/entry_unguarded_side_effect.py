@@ -23,7 +23,7 @@ import tempfile  # noqa: E402
 
 from torch.utils.data import DataLoader  # noqa: E402
 
-from cases._support import Squares, Wrong, add_one, current_cell, squares  # noqa: E402
+from harness.case import Squares, Wrong, add_one, current_cell, squares  # noqa: E402
 
 # Start-up work that should happen once per program: it records each run in a log shared by
 # the parent and its workers (the environment variable is inherited by every child).

@@ -30,7 +30,7 @@ import time  # noqa: E402
 
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
-from cases._support import current_cell, squares  # noqa: E402
+from harness.case import current_cell, squares  # noqa: E402
 
 CACHE_LOCK = threading.Lock()
 

@@ -2,7 +2,7 @@
 
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import squares
+from harness.case import squares
 
 
 def identity(x):

@@ -4,7 +4,7 @@ import itertools
 
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import squares
+from harness.case import squares
 
 
 def identity(x):

@@ -5,7 +5,7 @@ import logging
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import squares
+from harness.case import squares
 
 CASE = {
     "id": "dataset-logger",

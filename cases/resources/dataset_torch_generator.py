@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import Wrong
+from harness.case import Wrong
 
 CASE = {
     "id": "dataset-torch-generator",

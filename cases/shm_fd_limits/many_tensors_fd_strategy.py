@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import Skip
+from harness.case import Skip
 
 try:
     import resource

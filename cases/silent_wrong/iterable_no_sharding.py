@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from cases._support import squares
+from harness.case import squares
 
 CASE = {
     "id": "iterable-no-sharding",

@@ -4,7 +4,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import Wrong
+from harness.case import Wrong
 
 CASE = {
     "id": "dataset-rng-object",

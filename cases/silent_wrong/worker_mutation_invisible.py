@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases._support import Wrong, squares
+from harness.case import Wrong, squares
 
 CASE = {
     "id": "worker-mutation-invisible",

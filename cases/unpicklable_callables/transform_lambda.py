@@ -2,7 +2,7 @@
 
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, squares
+from harness.case import Squares, squares
 
 CASE = {
     "id": "transform-lambda",

@@ -2,7 +2,7 @@
 
 from torch.utils.data import DataLoader
 
-from cases._support import AddOne, Squares, squares
+from harness.case import AddOne, Squares, squares
 
 CASE = {
     "id": "transform-toplevel-class",

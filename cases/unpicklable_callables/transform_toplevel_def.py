@@ -2,7 +2,7 @@
 
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, add_one, squares
+from harness.case import Squares, add_one, squares
 
 CASE = {
     "id": "transform-toplevel-def",

@@ -21,7 +21,7 @@ CASE = {
 import torch  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
-from cases._support import current_cell, squares  # noqa: E402
+from harness.case import current_cell, squares  # noqa: E402
 
 if __name__ == "__main__":
 

@@ -16,7 +16,7 @@ CASE = {
 
 from torch.utils.data import DataLoader  # noqa: E402
 
-from cases._support import Squares, current_cell, squares  # noqa: E402
+from harness.case import Squares, current_cell, squares  # noqa: E402
 
 if __name__ == "__main__":
 

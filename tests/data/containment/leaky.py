@@ -12,7 +12,7 @@ import time
 
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, squares
+from harness.case import Squares, squares
 
 CASE = {
     "id": "leaky",

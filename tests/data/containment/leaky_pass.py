@@ -3,7 +3,7 @@ then passes: the harness must end both when the cell ends (see ``leaky.py``)."""
 
 from torch.utils.data import DataLoader
 
-from cases._support import Squares, squares
+from harness.case import Squares, squares
 
 from .leaky import _daemon, _detached, _note
 

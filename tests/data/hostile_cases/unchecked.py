@@ -2,7 +2,7 @@
 
 from torch.utils.data import DataLoader
 
-from cases._support import Squares
+from harness.case import Squares
 
 CASE = {
     "id": "hostile-unchecked",

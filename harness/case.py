@@ -1,9 +1,18 @@
-"""Shared pieces for case modules: the cell context, a reference dataset, and the checker.
+"""The case API: everything a catalogue case module needs, the built-in catalogue's and yours.
 
-A case builds a real :class:`torch.utils.data.DataLoader` with ``cell.num_workers`` workers
-(``0`` for the in-process control) and hands it to :meth:`Cell.check`, which iterates it,
-times the first batch, and compares every item with what was expected. A mismatch raises
-:class:`Wrong`, so a ``pass`` means every expected batch arrived with the right content.
+A case module declares a literal ``CASE`` dict (the format: ``harness/schemas/case.schema.json``;
+README, "How to add a case") and either defines ``run(cell)`` or is a script
+(``"script": True``) that calls :func:`current_cell`. It builds a real
+:class:`torch.utils.data.DataLoader` with ``cell.num_workers`` workers (``0`` for the
+in-process control) and hands it to :meth:`Cell.check`, which iterates it, times the first
+batch, and compares every item with what was expected. A mismatch raises :class:`Wrong`, so
+a ``pass`` means every expected batch arrived with the right content; a case that returns
+without a checked batch is ``error``/``unchecked``, never a pass.
+
+Exports: :class:`Cell`, :func:`current_cell`, :class:`Wrong`, :class:`Skip`, and a reference
+dataset (:class:`Squares`, :func:`squares`) with picklable transforms (:func:`add_one`,
+:class:`AddOne`). This module imports torch; the harness process never imports it, only cell
+processes do.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from collections.abc import Callable, Iterable
 import torch
 from torch.utils.data import Dataset
 
-__all__ = ["Cell", "Skip", "Squares", "Wrong", "current_cell", "squares"]
+__all__ = ["AddOne", "Cell", "Skip", "Squares", "Wrong", "add_one", "current_cell", "squares"]
 
 ENV_METHOD = "HARNESS_CELL_METHOD"
 ENV_WORKERS = "HARNESS_CELL_WORKERS"

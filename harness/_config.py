@@ -1,0 +1,103 @@
+"""A project's settings: the ``[tool.harness]`` table of ``pyproject.toml`` in the current directory.
+
+Read the way pytest and ruff read theirs, from the ``pyproject.toml`` of the directory the
+command runs in::
+
+    [tool.harness]
+    catalogue = ["harness_cases"]   # directories of case modules, relative to this file
+
+``harness run``, ``list``, ``explain`` and ``report`` use the declared catalogue; ``--catalogue
+DIR`` (repeatable) overrides it; with neither, the built-in catalogue runs. The table is checked
+strictly: an unknown key or a value of the wrong type is one error line naming the file.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["CONFIG_FILE", "ConfigError", "ProjectConfig", "catalogue_dirs", "load_config"]
+
+CONFIG_FILE = "pyproject.toml"
+#: Largest ``pyproject.toml`` read, in bytes.
+MAX_CONFIG_BYTES = 4 << 20
+_KEYS = {"catalogue"}
+
+
+class ConfigError(Exception):
+    """An unusable ``[tool.harness]`` table; ``str()`` is one line naming the file."""
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """The ``[tool.harness]`` settings of one project.
+
+    Attributes:
+        path: the ``pyproject.toml`` read, or ``None`` when there is none (or no table).
+        catalogue: catalogue directories, resolved against the file's directory; empty when
+            the table does not declare any.
+    """
+
+    path: Path | None = None
+    catalogue: tuple[Path, ...] = ()
+
+
+def load_config(directory: Path | None = None) -> ProjectConfig:
+    """The ``[tool.harness]`` table of ``<directory>/pyproject.toml`` (default: the current directory).
+
+    Raises:
+        ConfigError: the file cannot be read or is not TOML, or the table has an unknown key
+            or a value of the wrong type.
+    """
+    base = Path.cwd() if directory is None else Path(directory)
+    path = base / CONFIG_FILE
+    if not path.is_file():
+        return ProjectConfig()
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes")
+        data = tomllib.loads(raw.decode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+    table = data.get("tool", {}).get("harness") if isinstance(data.get("tool"), dict) else None
+    if table is None:
+        return ProjectConfig()
+    where = f"{path}: [tool.harness]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+    value = table.get("catalogue", [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{where}: 'catalogue' must be a list of directory paths, got {value!r:.80}")
+    return ProjectConfig(path=path, catalogue=tuple((path.parent / v).resolve() for v in value))
+
+
+def catalogue_dirs(cli: list[Path] | None, directory: Path | None = None) -> list[Path] | None:
+    """The catalogue directories a command uses: ``--catalogue`` when given, else the project's
+    ``[tool.harness] catalogue``, else ``None`` (the built-in catalogue).
+
+    Raises:
+        ConfigError: the project's ``pyproject.toml`` is unusable (only read without ``--catalogue``).
+    """
+    if cli:
+        return [Path(p) for p in cli]
+    declared = load_config(directory).catalogue
+    return list(declared) or None

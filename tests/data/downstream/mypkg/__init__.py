@@ -1,0 +1,1 @@
+"""A small downstream library: a dataset and the loaders its users build."""
