@@ -181,7 +181,7 @@ def test_a_case_id_with_a_slash_is_one_line(tmp_path):
         "def run(cell):\n    pass\n")
     proc = _harness("list", "--catalogue", str(cat), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, stderr = proc.communicate(timeout=60)
-    assert "CASE['id']: 'a/b' does not match" in stderr
+    assert "CASE['id']: 'a/b' must be lowercase letters" in stderr and "no '/'" in stderr
     assert "Traceback" not in stderr
 
 
