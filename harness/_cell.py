@@ -64,6 +64,16 @@ def _text(obj: object, limit: int = MESSAGE_LIMIT) -> str:
     return text if len(text) <= limit else f"{text[:limit]} [… {len(text) - limit} characters cut]"
 
 
+def _notes(exc: BaseException) -> list[str]:
+    """The exception's ``__notes__`` as text (at most 50); ``[]`` when they are not a list of
+    notes (user code may set anything there)."""
+    try:
+        notes = getattr(exc, "__notes__", None)
+        return [_text(n) for n in list(notes)[:50]] if isinstance(notes, (list, tuple)) else []
+    except BaseException:  # noqa: BLE001 - user code: any failure is data
+        return []
+
+
 def _exc_fields(exc: BaseException) -> dict:
     try:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
@@ -72,7 +82,7 @@ def _exc_fields(exc: BaseException) -> dict:
     return {
         "exc_type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
         "message": _text(exc),
-        "notes": [_text(n) for n in list(getattr(exc, "__notes__", None) or ())[:50]],
+        "notes": _notes(exc),
         "traceback": tb,
     }
 

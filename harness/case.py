@@ -80,9 +80,11 @@ class Cell:
             expected: tensor of shape ``(N, *item)``, the items in loader order.
 
         Raises:
-            Wrong: an item is missing, duplicated or has the wrong content.
+            Wrong: no batch arrived, or an item is missing, duplicated or has the wrong content.
         """
         batches = self.iterate(loader)
+        if not batches:
+            raise Wrong(f"the loader delivered no batch; expected {expected.shape[0]} items")
         got = torch.cat([torch.as_tensor(b) for b in batches]) if batches else torch.empty(0)
         if got.shape != expected.shape:
             raise Wrong(f"expected {expected.shape[0]} items, got {got.shape[0] if got.dim() else 0}")

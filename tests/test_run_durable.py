@@ -68,6 +68,22 @@ def test_a_case_that_checks_nothing_is_never_a_pass(tmp_path):
     assert "broken case 'hostile-unchecked'" in stderr
 
 
+def test_an_empty_loader_and_an_unprintable_exception_are_reported(tmp_path):
+    out = tmp_path / "shards"
+    proc = _harness("run", "--catalogue", str(HOSTILE), "--cases", "hostile-empty-loader", "hostile-evil-exception",
+                    "--methods", "in-process", "fork", "--out", str(out),
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1  # the empty loader is a broken case
+    cells = _by_cell(_shard(out))
+    assert cells[("hostile-empty-loader", "in-process")]["outcome"] == "wrong"
+    assert "delivered no batch" in cells[("hostile-empty-loader", "in-process")]["message"]
+    evil = cells[("hostile-evil-exception", "fork")]
+    assert (evil["outcome"], evil["matches"]) == ("error", True)
+    assert evil["message"].endswith("Evil: <str() failed: SystemExit>")
+    assert len(evil["stderr_tail"]) < 8100
+
+
 def test_a_narrower_run_keeps_the_other_cells_and_says_complete_only_when_all_are_there(tmp_path):
     out = tmp_path / "shards"
     for args in (["--cases", "hostile-quick-*"], ["--cases", "hostile-quick-a", "--methods", "fork"]):
