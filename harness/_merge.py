@@ -91,9 +91,19 @@ def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[t
     return valid, rejected
 
 
+def _carried(shard: dict) -> dict:
+    """``carried_over`` (count) and ``oldest_observed_utc`` of a shard's results kept unchanged
+    from earlier runs by ``harness run --changed``; ``{}`` when there are none."""
+    carried = [r for r in shard["results"] if r.get("carried_over")]
+    if not carried:
+        return {}
+    stamps = sorted(r["observed_utc"] for r in carried if r.get("observed_utc"))
+    return {"carried_over": len(carried), "oldest_observed_utc": stamps[0] if stamps else None}
+
+
 def merge(shards: list[tuple[Path, dict]], rejected: list[str] | None = None) -> dict:
     """Combine valid shards into the matrix document (results sorted by case, method, runner)."""
-    runners = [s["runner"] | {"shard": p.name, "complete": s.get("complete", True)} for p, s in shards]
+    runners = [s["runner"] | {"shard": p.name, "complete": s.get("complete", True), **_carried(s)} for p, s in shards]
     cases: dict[str, dict] = {}
     results: list[dict] = []
     for _, shard in shards:

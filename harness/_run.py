@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import os
 import signal
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 from harness._catalogue import Case, CatalogueError, open_catalogue, select
+from harness._inputs import InputHasher
 from harness._outcomes import METHODS
 from harness._policy import profile as _profile
 from harness._progress import Progress, say
@@ -104,6 +106,7 @@ def run_catalogue(
     num_workers: int = DEFAULT_WORKERS,
     isolation: str | None = "auto",
     resume: bool = False,
+    changed: bool = False,
     profile: str | None = None,
     timeout_scale: float | None = None,
 ) -> int:
@@ -124,6 +127,9 @@ def run_catalogue(
             selected cells it lacks. Its isolation and timeout must match. Without it, a
             shard already in ``out_dir`` keeps the cells this selection does not run (a
             narrower run replaces only its own cells).
+        changed: run only the selected cells whose input hash (:mod:`harness._inputs`)
+            differs from their record in the shard already in ``out_dir``; the others are
+            kept as they are, marked ``carried_over`` with their ``observed_utc``.
         profile: emulate a platform (``macos``, ``windows``; :data:`harness._policy.PROFILES`):
             its start methods (others are ``unsupported``), its torch sharing strategy, and
             its temp-directory length (the run's ``TMPDIR`` is made that long). The shard's
@@ -147,6 +153,8 @@ def run_catalogue(
         say(f"harness run: {line}")
         return 2
 
+    if changed and resume:
+        return fail("--changed and --resume: choose one")
     for m in methods or ():
         if m not in METHODS:
             return fail(f"--methods: unknown start method {m!r} (choose from {', '.join(METHODS)})")
@@ -205,6 +213,16 @@ def run_catalogue(
     elif problem:
         moved = set_aside(shard_path)
         say(f"harness run: {problem}; kept as {moved.name}, not overwritten")
+    hasher = InputHasher(runner)
+    inputs = {s.key: hasher.cell(s.case, s.method, s.num_workers, s.timeout_s) for s in specs}
+    if changed:
+        before = {(r["case"], r["method"]): r for r in (previous or {}).get("results", ())}
+        same = [before[s.key] for s in specs if s.key in before and before[s.key].get("inputs") == inputs[s.key]]
+        records = [{**r, "carried_over": True} for r in same]
+        unchanged = {(r["case"], r["method"]) for r in same}
+        specs = [s for s in specs if s.key not in unchanged]
+        say(f"harness run: --changed: {len(unchanged)} cell(s) unchanged since they were observed, kept; "
+            f"{len(specs)} to run")
     gone = sorted({r["case"] for r in (previous or {}).get("results", ()) if r["case"] not in by_id})
     if gone:
         say(f"harness run: dropping the results of {len(gone)} case(s) no longer in the catalogue: "
@@ -245,6 +263,8 @@ def run_catalogue(
                         done=len(records), jobs=jobs)
 
     def done(rec: dict) -> None:
+        rec["inputs"] = inputs[(rec["case"], rec["method"])]
+        rec["observed_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         with lock:
             records.append(rec)
         progress.advance(rec, expected[(rec["case"], rec["method"])])
