@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--isolation", choices=("auto", "warm", "fresh"), default="auto",
                      help="warm: fork each cell from a template that has imported torch (Linux); "
                      "fresh: a new interpreter per cell; auto (default): warm where available")
+    run.add_argument("--changed", action="store_true",
+                     help="run only the cells whose inputs (case files and what they import, the "
+                     "harness, Python, torch, platform) differ from the shard in --out; keep the rest")
     run.add_argument("--resume", action="store_true",
                      help="continue the interrupted run whose partial shard is in --out")
     run.add_argument("--profile", choices=sorted(PROFILES), default=None,
@@ -167,7 +170,7 @@ def _dispatch(argv: list[str] | None) -> int:
         return run_catalogue(
             patterns=args.cases, families=args.families, methods=args.methods, out_dir=args.out,
             timeout_s=args.timeout, jobs=args.jobs, catalogue_dir=args.catalogue,
-            isolation=args.isolation, resume=args.resume, profile=args.profile,
+            isolation=args.isolation, resume=args.resume, changed=args.changed, profile=args.profile,
             timeout_scale=args.timeout_scale,
         )
     if args.command == "report":
