@@ -12,6 +12,17 @@ Measured side by side in one invocation, each with the real command line in a su
   one after the other (one job, and no overlap of an idle cell with the next); run through
   the harness's runner in this process, so it pays no ``harness`` start-up;
   ``speedup`` = ``naive_s`` / ``wall_s``;
+* ``cpu_s``: the CPU time (user + system) of every process of the warm run, the harness and
+  everything it started (``getrusage(RUSAGE_CHILDREN)`` around it); ``cpu_floor_s`` =
+  ``cpu_s`` / ``cores``, the least wall time that much CPU work can take;
+  ``cpu_ratio`` = ``wall_s`` / ``cpu_floor_s`` (how close the scheduler runs to the machine);
+* ``overhead_cpu_s``: the CPU time of the harness's own processes (the harness, with its
+  memory samplers, the warm template without its cells, the containment watchdog), as the
+  run records it in its shard (``runner.overhead_cpu_s``); ``overhead_fraction`` of ``cpu_s``;
+* ``incremental_s``: after the warm runs, one case file of the (copied) catalogue is edited
+  and ``harness run --changed`` reruns its cells into the last warm run's shard; its wall
+  time, ``incremental_fraction`` of ``wall_s``, and whether the merged shard equals the full
+  run cell for cell (``incremental.incremental_identical``);
 * ``cells``.
 
 The warm run is repeated (``--repeat``, default 3) and medians are reported (``ratio`` and
@@ -39,8 +50,10 @@ from pathlib import Path
 
 __all__ = ["TARGETS", "bench_catalogue", "main", "run_harness", "run_naive"]
 
-#: ratio at most, speedup at least.
-TARGETS = {"ratio": 1.25, "speedup": 3.0}
+#: ratio, cpu_ratio, overhead_fraction (of cpu_s) and incremental_fraction (of wall_s) at
+#: most; speedup at least.
+TARGETS = {"ratio": 1.25, "speedup": 3.0, "cpu_ratio": 1.10, "overhead_fraction": 0.02,
+           "incremental_fraction": 0.05}
 
 
 def _cores() -> int:
@@ -72,9 +85,11 @@ def run_harness(out: Path, isolation: str, jobs: int, selection: list[str]) -> d
     env = dict(os.environ, CI="true")  # quiet: no progress bar, no line per cell
     cmd = [sys.executable, "-m", "harness", "run", "--isolation", isolation, "--jobs", str(jobs),
            "--out", str(out), *selection]
+    cpu0 = _children_cpu_s()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
+    cpu = _children_cpu_s() - cpu0
     shards = list(out.glob("*.json"))
     if proc.returncode not in (0, 1) or len(shards) != 1:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: "
@@ -91,7 +106,53 @@ def run_harness(out: Path, isolation: str, jobs: int, selection: list[str]) -> d
         "untimed_cells": len(untimed),
         "untimed_wall_s": round(sum(r.get("wall_s") or 0.0 for r in untimed), 3),
         "exit_code": proc.returncode,
+        "cpu_s": round(cpu, 3),
+        "overhead_cpu_s": (shard["runner"].get("overhead_cpu_s") or {}).get("total"),
         "outcomes": {f"{r['case']}/{r['method']}": f"{r['outcome']}/{r['kind']}" for r in results},
+    }
+
+
+def _children_cpu_s() -> float:
+    """CPU seconds (user + system) of every terminated, waited-for descendant of this process
+    (``getrusage(RUSAGE_CHILDREN)``): the harness, which reaps its cells, the template, which
+    reaps its forks, and the orphans the harness adopts as a subreaper. 0 where unavailable."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_incremental(out: Path, case_file: Path, jobs: int, selection: list[str]) -> dict:
+    """Edit one case file of the catalogue copy that ``selection`` names and time
+    ``harness run --changed`` into the shard a full run of that copy left in ``out``.
+
+    Returns:
+        ``{"incremental_s", "rerun_cells", "incremental_identical"}``: the wall time, the
+        cells it ran, and whether the merged shard equals the full run's in every cell's
+        outcome and kind.
+    """
+    (shard_path,) = out.glob("*.json")
+    before = json.loads(shard_path.read_text(encoding="utf-8"))
+    case_file.write_text(case_file.read_text(encoding="utf-8") + "\n# edited by the benchmark\n", encoding="utf-8")
+    env = dict(os.environ, CI="true")
+    cmd = [sys.executable, "-m", "harness", "run", "--isolation", "warm", "--jobs", str(jobs), "--out", str(out),
+           "--changed", *selection]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {(proc.stderr.strip().splitlines() or [''])[-1]}")
+    after = json.loads(shard_path.read_text(encoding="utf-8"))
+
+    def cells(shard: dict) -> dict:
+        return {(r["case"], r["method"]): (r["outcome"], r["kind"]) for r in shard["results"]}
+
+    return {
+        "incremental_s": round(wall, 3),
+        "rerun_cells": sum(1 for r in after["results"] if not r.get("carried_over")),
+        "incremental_identical": cells(before) == cells(after),
     }
 
 
@@ -151,21 +212,34 @@ def bench_catalogue(repeat: int = 3, naive_repeat: int = 1, selection: list[str]
     load_before = _load()
     runs: list[dict] = []
     naive: list[dict] = []
+    incremental: dict = {}
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
+        # The runs use a copy of the catalogue, so the incremental run can edit one of its files.
+        selection, copy, edited = _catalogue_copy(selection, Path(tmp))
         # Interleaved, so a change in machine load hits both sides.
         plan = ["warm"] + ["fresh"] * min(1, naive_repeat) + ["warm"] * (repeat - 1) + \
             ["fresh"] * max(0, naive_repeat - 1)
+        last_warm = None
         for i, mode in enumerate(plan):
             out = Path(tmp) / f"{i}-{mode}"
             if mode == "warm":
                 runs.append(run_harness(out, "warm", jobs, selection))
+                last_warm = out
             else:
                 naive.append(run_naive(selection))
             print(f"bench: {mode} run {i + 1}/{len(plan)}: {runs[-1]['wall_s'] if mode == 'warm' else naive[-1]['wall_s']:.1f} s",
                   file=sys.stderr, flush=True)
+        if edited is not None and last_warm is not None:
+            incremental = run_incremental(last_warm, edited, jobs, selection)
+            incremental["edited"] = edited.name
+            print(f"bench: --changed after editing {edited.name}: {incremental['incremental_s']:.1f} s", file=sys.stderr)
     wall = statistics.median(r["wall_s"] for r in runs)
     work = statistics.median(r["work_s"] for r in runs)
+    cpu = statistics.median(r["cpu_s"] for r in runs)
+    overheads = [r["overhead_cpu_s"] for r in runs if r.get("overhead_cpu_s") is not None]
+    overhead = statistics.median(overheads) if overheads else None
     floor = work / cores
+    cpu_floor = cpu / cores
     naive_s = statistics.median(r["wall_s"] for r in naive) if naive else None
     outcomes = [r.pop("outcomes") for r in runs + naive]
     result = {
@@ -176,6 +250,14 @@ def bench_catalogue(repeat: int = 3, naive_repeat: int = 1, selection: list[str]
         "ratio": round(wall / floor, 4) if floor else None,
         "naive_s": round(naive_s, 3) if naive_s is not None else None,
         "speedup": round(naive_s / wall, 4) if naive_s else None,
+        "cpu_s": round(cpu, 3),
+        "cpu_floor_s": round(cpu_floor, 3),
+        "cpu_ratio": round(wall / cpu_floor, 4) if cpu_floor else None,
+        "overhead_cpu_s": round(overhead, 3) if overhead is not None else None,
+        "overhead_fraction": round(overhead / cpu, 4) if overhead is not None and cpu else None,
+        "incremental_s": incremental.get("incremental_s"),
+        "incremental_fraction": round(incremental["incremental_s"] / wall, 4) if incremental else None,
+        "incremental": incremental,
         "cells": runs[0]["cells"],
         "jobs": jobs,
         "isolation": runs[0]["isolation"],
@@ -187,12 +269,50 @@ def bench_catalogue(repeat: int = 3, naive_repeat: int = 1, selection: list[str]
         "python": sys.version.split()[0],
         "targets": dict(TARGETS),
     }
-    result["ok"] = bool(
-        result["ratio"] is not None and result["ratio"] <= TARGETS["ratio"]
-        and (result["speedup"] is None or result["speedup"] >= TARGETS["speedup"])
-        and result["outcomes_identical"]
-    )
+    checks = [
+        result["ratio"] is not None and result["ratio"] <= TARGETS["ratio"],
+        result["speedup"] is None or result["speedup"] >= TARGETS["speedup"],
+        result["outcomes_identical"],
+        result["cpu_ratio"] is None or result["cpu_ratio"] <= TARGETS["cpu_ratio"],
+        result["overhead_fraction"] is None or result["overhead_fraction"] <= TARGETS["overhead_fraction"],
+        not incremental or (result["incremental_fraction"] <= TARGETS["incremental_fraction"]
+                            and incremental["incremental_identical"]),
+    ]
+    result["ok"] = all(checks)
     return result
+
+
+def _catalogue_copy(selection: list[str], tmp: Path) -> tuple[list[str], Path, Path | None]:
+    """Copy the selected catalogue (``--catalogue DIR`` in ``selection``, else the built-in one)
+    into ``tmp`` under the same directory name, and point ``selection`` at the copy.
+
+    Returns:
+        ``(selection, copy, case file to edit)``: the file of the first selected case whose
+        expected outcome is ``pass`` under every start method (a typical edit), else of the
+        first selected case; ``None`` when nothing is selected.
+    """
+    import shutil
+
+    from harness._catalogue import default_catalogue_dir, discover, select
+    from harness._cli import build_parser
+
+    args = build_parser().parse_args(["run", *selection])
+    source = Path(args.catalogue[0]) if args.catalogue else default_catalogue_dir()
+    copy = tmp / "catalogue" / source.name
+    shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    rest, skip = [], False
+    for arg in selection:
+        if skip:
+            skip = False
+        elif arg == "--catalogue":
+            skip = True
+        else:
+            rest.append(arg)
+    rest = [*rest, "--catalogue", str(copy)]
+    cases = select(discover(copy).cases, args.cases, args.families)
+    good = [c for c in cases if set(c.expect.values()) == {"pass"} and not c.expect_when]
+    chosen = (good or cases)[:1]
+    return rest, copy, chosen[0].path if chosen else None
 
 
 def _diagnose_benchmark() -> dict | None:
@@ -223,6 +343,19 @@ def _table(result: dict) -> None:
     if result["naive_s"] is not None:
         rows += [("naive_s (fresh, serial)", f"{result['naive_s']:.1f}", ""),
                  ("speedup = naive_s / wall_s", f"{result['speedup']:.2f}", f">= {TARGETS['speedup']}")]
+    rows += [("cpu_s (all processes)", f"{result['cpu_s']:.1f}", ""),
+             ("cpu_floor_s = cpu_s / cores", f"{result['cpu_floor_s']:.1f}", ""),
+             ("cpu_ratio = wall_s / cpu_floor_s", f"{result['cpu_ratio']:.3f}" if result["cpu_ratio"] else "-",
+              f"<= {TARGETS['cpu_ratio']}")]
+    if result["overhead_cpu_s"] is not None:
+        rows += [("overhead_cpu_s (harness, template, watchdog)",
+                  f"{result['overhead_cpu_s']:.1f} ({100 * (result['overhead_fraction'] or 0):.1f} % of cpu_s)",
+                  f"<= {100 * TARGETS['overhead_fraction']:.0f} %")]
+    if result["incremental_s"] is not None:
+        rows += [(f"incremental_s (--changed after editing {result['incremental']['edited']})",
+                  f"{result['incremental_s']:.1f} ({100 * result['incremental_fraction']:.1f} % of wall_s, "
+                  f"{result['incremental']['rerun_cells']} cells)", f"<= {100 * TARGETS['incremental_fraction']:.0f} %"),
+                 ("incremental shard equals the full run", "yes" if result["incremental"]["incremental_identical"] else "NO", "yes")]
     rows += [("same outcomes warm and fresh", "yes" if result["outcomes_identical"] else "NO", "yes"),
              ("load average before / after", f"{result['load_before']} / {result['load_after']}", "")]
     for row in rows:

@@ -316,6 +316,7 @@ def discover(catalogue_dir: Path | list[Path] | None = None, *, import_root: Pat
     """
     roots = [Path(p) for p in catalogue_dir] if isinstance(catalogue_dir, (list, tuple)) else \
         [Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()]
+    roots = list({os.path.realpath(r): r for r in reversed(roots)}.values())[::-1]  # once each
     cases: list[Case] = []
     errors: list[str] = []
     seen: dict[str, Path] = {}

@@ -50,6 +50,7 @@ __all__ = [
     "track_dir",
     "untrack",
     "untrack_dir",
+    "watchdog_cpu_s",
 ]
 
 _LOCK = threading.Lock()
@@ -152,6 +153,18 @@ def track_dir(path: str | os.PathLike) -> None:
 def untrack_dir(path: str | os.PathLike) -> None:
     """``path`` was removed."""
     _send("-dir", os.fspath(path))
+
+
+def watchdog_cpu_s() -> float:
+    """CPU seconds (user + system) the watchdog process has used so far; 0 when none runs."""
+    proc = _STATE["proc"]
+    if proc is None:
+        return 0.0
+    try:
+        t = psutil.Process(proc.pid).cpu_times()
+    except psutil.Error:
+        return 0.0
+    return t.user + t.system
 
 
 def reap_orphans() -> list[int]:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from harness._catalogue import Case, CatalogueError, open_catalogue, select
+from harness._containment import watchdog_cpu_s
 from harness._inputs import InputHasher
 from harness._outcomes import METHODS
 from harness._policy import profile as _profile
@@ -82,6 +83,16 @@ def _usable_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+def _overhead_cpu_s(template: Template | None) -> dict:
+    """CPU seconds (user + system) the harness's own processes used so far: this process (its
+    memory samplers, watchers, progress and saves), the warm template (not its cells) and the
+    containment watchdog; ``total`` is their sum. The cells and their workers are the work."""
+    own = os.times()
+    parts = {"harness": own.user + own.system, "template": template.cpu_s() if template else 0.0,
+             "watchdog": watchdog_cpu_s()}
+    return {k: round(v, 3) for k, v in {**parts, "total": sum(parts.values())}.items()}
 
 
 def _previous_shard(path: Path) -> tuple[dict | None, str | None]:
@@ -296,6 +307,7 @@ def run_catalogue(
         with progress:
             run_cells(specs, runner["id"], jobs, on_done=done, stop=stop, isolation=mode,
                       template=template)
+        runner["overhead_cpu_s"] = _overhead_cpu_s(template)
     except KeyboardInterrupt:
         stop.set()
         kill_live_cells()

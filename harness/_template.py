@@ -560,6 +560,19 @@ class Template:
             raise TemplateError(child.error or f"template did not fork within {timeout:.0f} s")
         return child
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the template process itself has used so far, not counting
+        the cells it forked; 0 when it is not running."""
+        if self._proc is None or self._proc.poll() is not None:
+            return 0.0
+        try:
+            import psutil
+
+            t = psutil.Process(self._proc.pid).cpu_times()
+        except Exception:  # noqa: BLE001 - psutil.Error, or the template just ended
+            return 0.0
+        return t.user + t.system
+
     def close(self, timeout: float = 10.0) -> None:
         """End the template: it kills the process group of every cell still running, then exits."""
         if self._sock is not None:
