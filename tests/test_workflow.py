@@ -157,6 +157,7 @@ INPUTS = {  # name: (type, default)
     "timeout-scale": ("string", '{"Linux": 1, "macOS": 2, "Windows": 2}'),
     "timeout-minutes": ("number", 90),
     "artifact-prefix": ("string", "harness"),
+    "incremental": ("boolean", True),
 }
 # Variables the runner sets in every job: scripts may read these without a step env.
 RUNNER_VARS = {"RUNNER_TEMP", "GITHUB_STEP_SUMMARY", "GITHUB_SERVER_URL"}
@@ -393,6 +394,19 @@ def test_reusable_run_job(reusable):
     run = _step(job, "harness run")
     assert run["env"]["CATALOGUE"] == "${{ inputs.catalogue }}"
     assert run["env"]["HARNESS_TIMEOUT_SCALE"] == "${{ fromJSON(inputs.timeout-scale)[runner.os] || '1' }}"
+    # Pull requests restore the runner's last shard and run only what changed; other events run
+    # everything and save the shard for them.
+    incremental = "inputs.incremental && github.event_name == 'pull_request'"
+    assert run["env"]["CHANGED"] == f"${{{{ {incremental} }}}}"
+    (restore,) = _uses(job, "cache/restore")
+    (save,) = _uses(job, "cache/save")
+    assert restore["if"] == f"${{{{ {incremental} }}}}"
+    assert save["if"] == "${{ always() && inputs.incremental && github.event_name != 'pull_request' }}"
+    assert restore["with"]["path"] == save["with"]["path"] == "${{ runner.temp }}/harness-shards"
+    assert restore["with"]["key"] == save["with"]["key"]
+    assert save["with"]["key"].startswith(restore["with"]["restore-keys"])
+    steps = [s.get("name", s.get("uses", "")) for s in job["steps"]]
+    assert steps.index(restore["name"]) < steps.index(run["name"]) < steps.index(save["name"])
     upload = _uses(job, "upload-artifact")
     assert len(upload) == 1 and upload[0]["if"] == "${{ always() }}"
     assert upload[0]["with"]["path"] == "${{ runner.temp }}/harness-shards/*.json"
@@ -497,11 +511,16 @@ def _run_script(step: dict, env: dict[str, str], tmp_path: Path, exit_code: int 
 ], ids=["empty", "one", "several"])
 def test_run_and_report_pass_each_catalogue(reusable, tmp_path, catalogue, expected):
     step = _step(reusable["jobs"]["run"], "harness run")
-    proc, calls = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2"}, tmp_path)
+    proc, calls = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "false"},
+                              tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert calls == [["harness", "run", "--out", "/runner/temp/harness-shards", *expected]]
+    proc, calls = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "true"},
+                              tmp_path)
+    assert calls == [["harness", "run", "--out", "/runner/temp/harness-shards", *expected, "--changed"]]
     # the run's exit code is the job's: 1 on a contradicted expectation
-    proc, _ = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2"}, tmp_path, 1)
+    proc, _ = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "false"},
+                          tmp_path, 1)
     assert proc.returncode == 1
     step = _step(reusable["jobs"]["report"], "harness report")
     proc, calls = _run_script(step, {"CATALOGUE": catalogue}, tmp_path)
@@ -579,7 +598,7 @@ def test_run_and_report_scripts_on_a_downstream_project(reusable, tmp_path):
     temp.mkdir()
     env = {**_nox_env(), "RUNNER_TEMP": str(temp), "GITHUB_STEP_SUMMARY": str(summary),
            "PATH": f"{Path(_tool('harness')).parent}{os.pathsep}{os.environ['PATH']}",
-           "CATALOGUE": "", "HARNESS_TIMEOUT_SCALE": "2"}
+           "CATALOGUE": "", "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "false"}
     for job_id, needle in (("run", "harness run"), ("report", "harness report")):
         script = _step(reusable["jobs"][job_id], needle)["run"]
         proc = subprocess.run([_bash(), "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
@@ -723,7 +742,8 @@ def test_readme_caller_example(reusable):
         if default == "":
             assert "empty" in rows[name].lower(), name
         else:
-            assert f"`{default}`" in rows[name], name
+            shown = str(default).lower() if isinstance(default, bool) else default
+            assert f"`{shown}`" in rows[name], name
 
 
 # --- .ci/run --------------------------------------------------------------------------------------
