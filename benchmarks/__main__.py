@@ -25,7 +25,7 @@ Measured side by side in one invocation, each with the real command line in a su
   run cell for cell (``incremental.incremental_identical``);
 * ``cells``.
 
-The warm run is repeated (``--repeat``, default 3) and medians are reported (``ratio`` and
+The warm run is repeated (``--repeat``, default 2) and medians are reported (``ratio`` and
 ``floor_s`` from the median ``wall_s`` and ``work_s``); every run is kept under ``runs``.
 Each run starts in an empty shard directory, as on a clean clone or in CI, so cells are
 ordered by the per-method defaults of :mod:`harness._schedule`. The load average before and
@@ -377,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m benchmarks [--repeat N] [--naive-repeat N] [--no-naive] [--skip-diagnose]
     [--out PATH] [-- HARNESS_RUN_ARGS]``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3, help="warm runs (default 3); medians reported")
+    parser.add_argument("--repeat", type=int, default=2, help="warm runs (default 2); medians reported")
     parser.add_argument("--naive-repeat", type=int, default=1, help="fresh serial runs (default 1)")
     parser.add_argument("--no-naive", action="store_true", help="skip the fresh serial run")
     parser.add_argument("--jobs", type=int, default=None, help="parallel cells (default: usable cores)")
