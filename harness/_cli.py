@@ -107,15 +107,19 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--matrix", type=Path, default=None, metavar="FILE",
                      help="report to read observed outcomes from (default: reports/matrix.json)")
 
-    diag = sub.add_parser("diagnose", help="find every object in your loader that spawn/forkserver cannot pickle")
-    diag.add_argument("target", metavar="TARGET",
+    diag = sub.add_parser("diagnose", help="find every object in your loader that breaks a spawn/forkserver worker "
+                          "start: not pickled, not unpickled, or a first batch that cannot come back")
+    diag.add_argument("target", metavar="TARGET", nargs="+",
                       help="package.module:attr or path/to/file.py:attr; attr is a DataLoader, a Dataset, "
-                      "or a zero-argument callable returning one")
+                      "or a zero-argument callable returning one (several: each is diagnosed in turn)")
     diag.add_argument("--method", choices=("spawn", "forkserver"), default="spawn",
                       help="start method whose worker start is checked (default: spawn)")
     diag.add_argument("--num-workers", type=_positive_int, default=None, metavar="N",
                       help="worker count for the payload total (default: the loader's; 2 for a Dataset)")
-    diag.add_argument("--json", action="store_true", help="print one JSON object")
+    diag.add_argument("--format", choices=("text", "json", "github"), default="text", dest="format",
+                      help="text (default); json: one object (a list of them for several targets); github: "
+                      "one ::error workflow command per problem, ::warning per hazard, at its file and line")
+    diag.add_argument("--json", action="store_const", const="json", dest="format", help="the same as --format json")
     diag.add_argument("--timeout", type=_positive_float, default=60.0, metavar="S",
                       help="kill the process running your code, and its process tree, after S seconds "
                       "(default: 60); its address space by $HARNESS_DIAGNOSE_MEMORY_GIB, in GiB (default: 4; 0: none)")
@@ -188,7 +192,7 @@ def _dispatch(argv: list[str] | None) -> int:
     if args.command == "diagnose":
         from harness._diagnose import diagnose_command
 
-        return diagnose_command(args.target, method=args.method, as_json=args.json,
+        return diagnose_command(args.target, method=args.method, output_format=args.format,
                                 num_workers=args.num_workers, timeout_s=args.timeout)
     if args.command == "classify":
         from harness._reproduce import classify_command

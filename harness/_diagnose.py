@@ -1,17 +1,38 @@
-"""``harness diagnose``: which objects in a user's loader a spawn or forkserver start cannot pickle.
+"""``harness diagnose``: which objects in a user's loader break a spawn or forkserver worker start.
 
 Flow: resolve the target (import the user's module or file, take the attribute, call it if it
 is a factory) → build exactly what ``_MultiProcessingDataLoaderIter.__init__`` passes to each
 worker ``Process`` (``torch/utils/data/dataloader.py``: ``args=(dataset_kind, dataset,
 index_queue, result_queue, done_event, auto_collation, collate_fn, drop_last, base_seed,
-worker_init_fn, worker_id, num_workers, persistent_workers, shared_seed)``) → pickle the
-user-supplied ones with ForkingPickler into a counting sink → if that fails, walk them
-(:mod:`harness._walker`) → match every problem to a catalogue case and its fix.
+worker_init_fn, worker_id, num_workers, persistent_workers, shared_seed)``) → follow the whole
+round trip of a worker start:
 
-The queues and the event are made by torch, not by the user, and are left out. The sampler
-stays in the parent, but its indices cross each worker's index queue, pickled and unpickled,
-under every start method: the first batch is drawn and round-tripped (paths rooted at
-``indices``).
+1. pickle the user-supplied arguments with ForkingPickler into a counting sink (the payload);
+2. load them back, as the worker does (:func:`harness._walker.roundtrip`: same pickler and
+   protocol): a dataset wrapper whose ``__getattr__`` forwards to ``self.dataset`` pickles,
+   but loading it recurses (``__setstate__`` is looked up before the instance has
+   attributes) and every spawn worker dies;
+3. draw the sampler's first indices and round-trip them (they cross the index queue under
+   every start method; paths rooted at ``indices``);
+4. build the first batch in the worker's loaded copy, exactly as ``_worker_loop`` does (seeds,
+   ``get_worker_info()``, ``worker_init_fn(0)``, the fetcher: ``__getitems__`` or one item per
+   index, auto-collation, ``collate_fn``), and round-trip it: a batch that cannot be pickled
+   back (a class ``collate_fn`` makes at each call under the name of a module-level class) is
+   dropped by the worker's queue feeder thread and the loader hangs under every start
+   method, fork included (paths rooted at ``batch``). A batch the worker would not send (the
+   dataset or ``collate_fn`` raises an ``Exception``, re-raised in the main process under
+   every method; an exhausted iterable dataset) is not checked, and says so;
+5. if anything failed, walk the objects (:mod:`harness._walker`) to every culprit's path, and
+   also list version hazards: objects that pickle on this Python but not on a newer one
+   (``itertools`` iterators from Python 3.14), which do not make the loader unsafe here;
+6. match every problem to a catalogue case and its fix, and place it in the source
+   (:mod:`harness._sites`): a function, lambda or class where it is defined, an instance of a
+   user-defined class at its class, and an object with no definition site of its own (an
+   open file, a lock) at the nearest enclosing user-defined object on its path, else at the
+   code that produced its root (the sampler or dataset for ``indices``, ``collate_fn`` or the
+   dataset for ``batch``), else nowhere (``file`` and ``line`` ``None``).
+
+The queues and the event are made by torch, not by the user, and are left out.
 
 The user's code runs in the process that diagnoses: the target is the user's own loader, and
 its objects must be live to be walked. :func:`diagnose` (and ``harness.assert_spawn_safe``)
@@ -24,15 +45,21 @@ lifts it). Whatever the user's code raises while it is imported, called, pickled
 or asked for indices (``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` included)
 is contained: a target that cannot be built is a one-line error (exit 2), anything raised
 while pickling, unpickling or drawing indices is a problem at its path (exit 1). Only a real
-Ctrl-C interrupts (:func:`harness._walker.user_code_guard`).
+Ctrl-C interrupts (:func:`harness._walker.user_code_guard`). Loading the arguments and building
+the first batch run the user's ``__setstate__``, ``worker_init_fn``, ``__getitem__`` and
+``collate_fn`` on the loaded copies, never on the user's live objects, with the random
+states of ``random``, numpy and torch saved and restored.
 
-``harness diagnose`` exit codes: 0 safe; 1 unsafe, or the target's own code ended the child
-process (``os._exit``, a signal) before it could report, one line naming the target and the
-exit status; 2 the target cannot be built, or the diagnosis did not finish within
-``--timeout`` or the memory bound (one line; no verdict); 130 interrupted (Ctrl-C, SIGTERM:
-the child's tree is killed first). Standard output carries a diagnosis (text or JSON) only
-when one was made; every other outcome is one line on standard error. What the user's code
-prints goes to standard error, so ``--json`` output stays parseable.
+``harness diagnose TARGET [TARGET ...]`` diagnoses each target in its own child process, one
+after the other, and exits with the worst: 0 all safe (hazards do not count); 1 any unsafe,
+or a target's own code ended its child process (``os._exit``, a signal) before it could
+report, one line naming the target and the exit status; 2 any target cannot be built, or
+its diagnosis did not finish within ``--timeout`` or the memory bound (one line each; no
+verdict; the other targets are still diagnosed and reported); 130 interrupted (Ctrl-C,
+SIGTERM: the child's tree is killed first, and no later target runs). Standard output carries
+the diagnoses (``--format text``, ``json`` or ``github``); every other outcome is one line on
+standard error (and, with ``github``, also an ``::error`` command on standard output). What
+the user's code prints goes to standard error, so JSON output stays parseable.
 """
 
 from __future__ import annotations
@@ -45,22 +72,26 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness._escape import terminal
+from harness import _sites
+from harness._escape import terminal, visible
 from harness._walker import (
-    NO_MESSAGE,
+    HAZARDS,
     Payload,
     Problem,
+    _describe,
     _first_line,
     _type_name,
     find_problems,
+    hazard_probe,
     measure_payload,
     probe,
     reraise_if_interrupted,
+    roundtrip,
     user_code_guard,
 )
 
@@ -75,13 +106,17 @@ __all__ = [
     "WorkerStart",
     "case_for_problem",
     "catalogue_cases",
+    "FORMATS",
     "fix_description",
     "pick_case",
     "diagnose",
     "diagnose_command",
     "diagnosis_from_child",
     "diagnosis_to_child",
+    "first_batch",
     "first_indices",
+    "github_command",
+    "github_commands",
     "index_problems",
     "load_target",
     "memory_limit_bytes",
@@ -94,6 +129,9 @@ DIAGNOSE_METHODS = ("spawn", "forkserver")
 
 #: Worker count assumed for a bare Dataset target (the loader's own count is used otherwise).
 DEFAULT_NUM_WORKERS = 2
+
+#: ``harness diagnose --format`` choices.
+FORMATS = ("text", "json", "github")
 
 #: Seconds ``harness diagnose`` gives the child that runs the user's code (``--timeout``).
 DEFAULT_TIMEOUT_S = 60.0
@@ -147,13 +185,6 @@ def _import_file(path: Path) -> Any:
         reraise_if_interrupted(exc)
         raise TargetError(f"{path}: import failed: {_describe(exc)}") from None
     return module
-
-
-def _describe(exc: BaseException) -> str:
-    """``Type: first line`` (``Type`` alone when the exception says nothing)."""
-    line = _first_line(exc)
-    name = type(exc).__name__
-    return name if line == NO_MESSAGE else f"{name}: {line}"
 
 
 def _kind_of(obj: Any) -> str | None:
@@ -256,14 +287,21 @@ class WorkerStart:
         roots: ``{"dataset": ..., "collate_fn": ..., "worker_init_fn": ...}``, the roots of
             every problem path.
         args: the tuple pickled for the payload size: the worker-loop arguments in torch's
-            order, less the queues and the done event.
+            order, less the queues and the done event: ``(dataset_kind, dataset,
+            auto_collation, collate_fn, drop_last, base_seed, worker_init_fn, worker_id,
+            num_workers, persistent_workers, shared_seed)``, for worker 0 with base seed 0.
         num_workers: workers the loader starts (each gets its own copy of ``args``).
+        index_sampler: the loader's ``batch_sampler``, or its ``sampler`` without automatic
+            batching: what the main process draws indices from.
+        sampler: the loader's ``sampler`` (where a problem rooted at ``indices`` with no site
+            of its own is placed, when it is user-defined).
     """
 
     roots: dict[str, Any]
     args: tuple
     num_workers: int
     index_sampler: Any = None
+    sampler: Any = None
 
 
 def worker_start(obj: Any, num_workers: int | None = None) -> WorkerStart:
@@ -283,17 +321,34 @@ def worker_start(obj: Any, num_workers: int | None = None) -> WorkerStart:
     roots = {"dataset": obj.dataset, "collate_fn": obj.collate_fn, "worker_init_fn": obj.worker_init_fn}
     args = (obj._dataset_kind, obj.dataset, obj._auto_collation, obj.collate_fn, obj.drop_last,
             0, obj.worker_init_fn, 0, n, obj.persistent_workers, None)
-    return WorkerStart(roots=roots, args=args, num_workers=n, index_sampler=obj._index_sampler)
+    return WorkerStart(roots=roots, args=args, num_workers=n, index_sampler=obj._index_sampler, sampler=obj.sampler)
+
+
+#: :func:`first_batch` and :func:`_draw_indices`: there is nothing (no batch the worker would
+#: send back, no index drawn).
+NOTHING = object()
 
 
 def first_indices(index_sampler: Any) -> Any:
     """The first item the main process puts on a worker's index queue, or ``None``.
 
+    ``None`` also when the sampler is empty or raises an ``Exception``; see :func:`_draw_indices`.
+
+    Raises:
+        BaseException: see :func:`_draw_indices`.
+    """
+    drawn = _draw_indices(index_sampler)
+    return None if drawn is NOTHING else drawn
+
+
+def _draw_indices(index_sampler: Any) -> Any:
+    """The first item the main process puts on a worker's index queue, or :data:`NOTHING`.
+
     Draws one batch from a fresh iterator over the loader's index sampler (its
     ``batch_sampler``, or its ``sampler`` without automatic batching), with the global random
     states of torch, ``random`` and numpy saved and restored, so the caller's streams do not
-    move. A sampler that raises an ``Exception`` gives ``None``: it fails the same way under
-    every method.
+    move. A sampler that raises an ``Exception``, or is empty, gives :data:`NOTHING`: it fails
+    the same way under every method. (An iterable dataset without batching draws ``None``.)
 
     Raises:
         BaseException: what the sampler (or the dataset's ``__len__``) raises that is not an
@@ -308,10 +363,64 @@ def first_indices(index_sampler: Any) -> Any:
     py_state, np_state = random.getstate(), np.random.get_state()
     try:
         with torch.random.fork_rng(devices=[]):
-            return next(iter(index_sampler), None)
+            return next(iter(index_sampler), NOTHING)
     except Exception:  # noqa: BLE001 - a broken sampler is not a start-method problem
-        return None
+        return NOTHING
     finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+
+
+def first_batch(args: tuple, indices: Any) -> Any:
+    """The first batch worker 0 sends back, built from ``args`` as ``_worker_loop`` builds it.
+
+    ``args`` is the worker's own copy of the arguments (:attr:`WorkerStart.args` after a
+    :func:`harness._walker.roundtrip`), so nothing the user's code does here touches the live
+    loader. As in ``torch/utils/data/_utils/worker.py``: ``random``, torch and numpy are seeded
+    from ``base_seed + worker_id``, ``get_worker_info()`` describes worker 0, ``worker_init_fn(0)``
+    runs, and the fetcher (``_DatasetKind.create_fetcher``) fetches ``indices``: ``dataset[i]``
+    for each index (or ``__getitems__``) then ``collate_fn`` under automatic batching, else
+    ``collate_fn(dataset[index])``, or the next items of an iterable dataset. Torch's thread
+    count and signal handlers are left alone. The random states and ``get_worker_info()`` are
+    restored afterwards.
+
+    Returns:
+        The batch, or :data:`NOTHING` when the worker would send none back: ``worker_init_fn``,
+        the dataset or ``collate_fn`` raised an ``Exception`` (the worker sends it to the main
+        process, which re-raises it, under every start method, ``num_workers=0`` included) or
+        an iterable dataset is exhausted.
+
+    Raises:
+        BaseException: what the user's code raises that is not an ``Exception``
+            (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``): it ends the worker.
+    """
+    import random
+
+    import numpy as np
+    import torch
+    from torch.utils.data import _DatasetKind
+    from torch.utils.data._utils import worker as torch_worker
+
+    kind, dataset, auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id, n = args[:9]
+    py_state, np_state = random.getstate(), np.random.get_state()
+    previous_info = torch_worker._worker_info
+    try:
+        with torch.random.fork_rng(devices=[]):
+            seed = base_seed + worker_id
+            random.seed(seed)
+            torch.manual_seed(seed)
+            np.random.seed(torch_worker._generate_state(base_seed, worker_id))
+            torch_worker._worker_info = torch_worker.WorkerInfo(id=worker_id, num_workers=n, seed=seed,
+                                                                dataset=dataset)
+            try:
+                if init_fn is not None:
+                    init_fn(worker_id)
+                fetcher = _DatasetKind.create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last)
+                return fetcher.fetch(indices)
+            except Exception:  # noqa: BLE001 - sent to the main process and re-raised there, under every method
+                return NOTHING
+    finally:
+        torch_worker._worker_info = previous_info
         random.setstate(py_state)
         np.random.set_state(np_state)
 
@@ -327,7 +436,7 @@ def index_problems(indices: Any) -> list[Problem]:
     import pickle
     from multiprocessing.reduction import ForkingPickler
 
-    if indices is None:
+    if indices is None or indices is NOTHING:
         return []
     if probe(indices) is not None:
         return find_problems({"indices": indices})
@@ -338,6 +447,7 @@ def index_problems(indices: Any) -> list[Problem]:
                 pickle.loads(ForkingPickler.dumps(item))
         except BaseException as exc:  # noqa: BLE001 - a failing reconstructor may raise anything
             reraise_if_interrupted(exc)
+            file, line = _sites.site_along(item, [indices])
             return [Problem(
                 path="indices" if i is None else f"indices[{i}]",
                 type=_type_name(item),
@@ -345,14 +455,18 @@ def index_problems(indices: Any) -> list[Problem]:
                 exc_type=type(exc).__name__,
                 label="index-unpickle",
                 root="indices",
+                file=file,
+                line=line,
             )]
     return []
 
 
-def _raised(path: str, obj: Any, what: str, exc: BaseException, root: str) -> Problem:
-    """A problem for user code that raised while the worker start was being prepared."""
+def _raised(path: str, obj: Any, what: str, exc: BaseException, root: str, anchors: list) -> Problem:
+    """A problem for user code that raised while the worker start was being prepared; placed
+    at ``obj``'s site or the first of ``anchors`` with a user-defined one."""
+    file, line = _sites.site_along(obj, anchors)
     return Problem(path=path, type=_type_name(obj), message=f"{what} raised {_describe(exc)}",
-                   exc_type=_type_name(exc), label="raised", root=root)
+                   exc_type=_type_name(exc), label="raised", root=root, file=file, line=line)
 
 
 # -- catalogue matching --------------------------------------------------------------------------
@@ -368,8 +482,12 @@ def _in_local_class(qualname: str) -> bool:
 
 def _candidates(p: Problem) -> list[str]:
     """Catalogue case ids (exact first, then globs) that describe ``p``, best first."""
-    if p.label == "raised":
-        return []  # user code raised while the start was prepared: no catalogue case is about that
+    if p.label == "itertools":
+        return ["dataset-itertools-cycle", "*itertools*"]
+    if p.label in ("raised", "unpickle") or p.root == "batch":
+        # User code raised while the start was prepared, an object that does not load, a batch
+        # that cannot come back: no catalogue case shows these (the message and site say it).
+        return []
     worker_init = ["worker-init-fn-local", "*worker-init*"]
     collate = ["collate-fn-lambda", "*collate*lambda*"]
     if p.within == "zipfile":
@@ -476,9 +594,63 @@ class Finding:
     fix: str | None
 
     def to_json(self) -> dict:
-        """``{"path", "type", "message", "case", "fix"}``."""
-        return {"path": self.problem.path, "type": self.problem.type, "message": self.problem.message,
-                "case": self.case, "fix": self.fix}
+        """``{"path", "type", "message", "case", "fix", "file", "line"}``, plus ``"breaks_on"``
+        (``"3.14"``) for a version hazard. ``file`` and ``line`` are ``null`` when the culprit
+        has no site (see :mod:`harness._sites`)."""
+        p = self.problem
+        out = {"path": p.path, "type": p.type, "message": p.message, "case": self.case, "fix": self.fix,
+               "file": p.file, "line": p.line}
+        if p.breaks_on:
+            out["breaks_on"] = p.breaks_on
+        return out
+
+    @property
+    def location(self) -> str:
+        """``file:line``, or ``""`` when the culprit has no site."""
+        p = self.problem
+        return f"{p.file}:{p.line}" if p.file else ""
+
+    @property
+    def stage(self) -> str:
+        """Which leg of the trip fails: ``send`` (pickling the worker's arguments), ``load``
+        (unpickling them or the indices in the worker), ``indices`` (drawing or pickling the
+        indices) or ``back`` (the first batch on its way back)."""
+        p = self.problem
+        if p.root == "batch":
+            return "back"
+        if p.label in ("unpickle", "index-unpickle"):
+            return "load"
+        return "indices" if p.root == "indices" else "send"
+
+    @property
+    def why(self) -> str:
+        """What happens to a batch that cannot come back (``""`` for every other problem)."""
+        return _BACK_NOTE if self.stage == "back" and self.problem.label != "raised" else ""
+
+    def title(self, method: str) -> str:
+        """A short title for an annotation: what fails, and where."""
+        p = self.problem
+        if p.breaks_on:
+            return f"Breaks on Python {p.breaks_on}: {p.path}"
+        return {
+            "send": f"Cannot be sent to a {method} worker: {p.path}",
+            "load": f"A {method} worker cannot unpickle {p.path}",
+            "indices": f"Indices cannot reach a worker: {p.path}",
+            "back": f"The first batch cannot come back from a worker: {p.path}",
+        }[self.stage]
+
+
+_BACK_NOTE = ("the first batch, built in the worker by the dataset and collate_fn, is pickled back to the main "
+              "process; when that fails the worker's queue feeder thread prints the error and drops the batch, "
+              "and the loader waits for it forever, under every start method, fork included")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _python() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 @dataclass
@@ -488,9 +660,12 @@ class Diagnosis:
     Attributes:
         target: what was diagnosed (the TARGET string, or a description of the object).
         method: ``spawn`` or ``forkserver``.
-        findings: every problem, in the order found.
+        findings: every problem on this Python, in the order found (they make it unsafe).
         payload: pickled sizes per worker, or ``None`` when the arguments do not pickle.
         num_workers: workers the loader starts.
+        hazards: every object that pickles on this Python but not on a newer one
+            (``problem.breaks_on``); they do not make it unsafe.
+        batch_note: why the first batch was not checked, or ``""`` when it was.
     """
 
     target: str
@@ -498,48 +673,64 @@ class Diagnosis:
     findings: list[Finding] = field(default_factory=list)
     payload: Payload | None = None
     num_workers: int = 0
+    hazards: list[Finding] = field(default_factory=list)
+    batch_note: str = ""
 
     @property
     def safe(self) -> bool:
-        """No problem found."""
+        """No problem found on this Python (hazards do not count)."""
         return not self.findings
 
     def to_json(self) -> dict:
-        """``{"target", "method", "safe", "problems", "payload_bytes", "num_workers"}``."""
+        """``{"target", "method", "safe", "problems", "hazards", "payload_bytes", "num_workers"}``;
+        each problem and hazard as :meth:`Finding.to_json`."""
         return {
             "target": self.target,
             "method": self.method,
             "safe": self.safe,
             "problems": [f.to_json() for f in self.findings],
+            "hazards": [f.to_json() for f in self.hazards],
             "payload_bytes": self.payload.total_bytes if self.payload else None,
             "num_workers": self.num_workers,
         }
 
-    def format_text(self) -> str:
-        """The human report: a verdict line, one block per problem, then the payload."""
-        lines = []
+    def headline(self) -> str:
+        """The verdict, without the target: ``UNSAFE under spawn: 2 objects cannot be sent to a
+        worker.`` (``cannot make the round trip to a worker and back`` when one fails to load or
+        to come back)."""
         if self.safe:
-            lines.append(f"{self.target}: SAFE under {self.method}: everything a worker start "
-                         "sends pickles.")
-        else:
-            n = len(self.findings)
-            lines.append(f"{self.target}: UNSAFE under {self.method}: {n} object{'s' if n != 1 else ''} "
-                         "cannot be sent to a worker.")
-            for i, f in enumerate(self.findings, 1):
-                p = f.problem
-                lines += ["", f"{i}. {p.path}", f"   type:    {p.type}", f"   message: {p.exc_type}: {p.message}"]
-                if f.case:
-                    fix = fix_description(f.fix)
-                    lines.append(f"   matches case {f.case}" + (f"; fix: {fix}" if fix else ""))
-                else:
-                    lines.append("   matches no catalogue case")
+            back = "" if self.batch_note else ", and the first batch comes back"
+            return f"SAFE under {self.method}: everything a worker start sends pickles and loads{back}."
+        return f"UNSAFE under {self.method}: {self.what_fails()}."
+
+    def what_fails(self, worker: str = "a worker") -> str:
+        """``2 objects cannot be sent to a worker`` when every problem is on the way there, else
+        ``1 object cannot make the round trip to a worker and back``; ``worker`` names it."""
+        n = _plural(len(self.findings), "object")
+        if all(f.stage in ("send", "indices") for f in self.findings):
+            return f"{n} cannot be sent to {worker}"
+        return f"{n} cannot make the round trip to {worker} and back"
+
+    def format_text(self) -> str:
+        """The human report: a verdict line, one block per problem, the hazards, then the payload."""
+        lines = [f"{self.target}: {self.headline()}"]
+        for i, f in enumerate(self.findings, 1):
+            lines += ["", *_finding_lines(i, f)]
+        if self.hazards:
+            n = len(self.hazards)
+            lines += ["", f"hazards: {_plural(n, 'object')} {'pickles' if n == 1 else 'pickle'} on Python "
+                      f"{_python()} but not on a newer Python (not counted as unsafe here):"]
+            for i, f in enumerate(self.hazards, 1):
+                lines += ["", *_finding_lines(i, f)]
+        if self.batch_note:
+            lines += ["", f"first batch: not checked: {self.batch_note}"]
         lines.append("")
         if self.payload is None:
             lines.append("payload: not measured (the worker arguments do not pickle)")
         else:
             per = self.payload.total_bytes
-            lines.append(f"payload: {_size(per)} per worker x {self.num_workers} "
-                         f"worker{'s' if self.num_workers != 1 else ''} = {_size(per * self.num_workers)}")
+            lines.append(f"payload: {_size(per)} per worker x {_plural(self.num_workers, 'worker')} "
+                         f"= {_size(per * self.num_workers)}")
             if self.payload.buffer_bytes:
                 lines.append(f"  of which {_size(self.payload.buffer_bytes)} per worker is array data "
                              "(numpy and other buffers)")
@@ -547,6 +738,82 @@ class Diagnosis:
                 lines.append(f"  of which {_size(self.payload.storage_bytes)} per worker is torch tensor "
                              "storage, moved once to shared memory rather than copied per worker")
         return "\n".join(lines)
+
+    def format_github(self) -> str:
+        """GitHub workflow commands, one line per problem (``::error``) and per hazard
+        (``::warning``), each with ``file`` and ``line`` where the culprit has a site; ``""``
+        for a safe loader with no hazard. See :func:`github_commands`."""
+        return "\n".join(github_commands(self))
+
+
+def _finding_lines(i: int, f: Finding) -> list[str]:
+    p = f.problem
+    lines = [f"{i}. {p.path}"]
+    if f.location:
+        lines.append(f"   at:      {f.location}")
+    short = p.exc_type.rsplit(".", 1)[-1]
+    # "pickles, but unpickling in the worker fails: RecursionError: ..." names its exception already
+    message = p.message if f"{short}:" in p.message or p.message.endswith(short) else f"{p.exc_type}: {p.message}"
+    lines += [f"   type:    {p.type}", f"   message: {message}"]
+    if p.breaks_on:
+        lines.append(f"   breaks:  on Python {p.breaks_on} and later")
+    if f.why:
+        lines.append(f"   why:     {f.why}")
+    if f.case:
+        fix = fix_description(f.fix)
+        lines.append(f"   matches case {f.case}" + (f"; fix: {fix}" if fix else ""))
+    else:
+        lines.append("   matches no catalogue case")
+    return lines
+
+
+def _github_escape(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _github_property(text: str) -> str:
+    """A workflow command property value, escaped as GitHub's toolkit does (``escapeProperty``)."""
+    return visible(_github_escape(text).replace(":", "%3A").replace(",", "%2C"))
+
+
+def _github_data(text: str) -> str:
+    """A workflow command message, escaped as GitHub's toolkit does (``escapeData``)."""
+    return visible(_github_escape(text))
+
+
+def github_command(level: str, message: str, title: str, file: str | None = None, line: int | None = None) -> str:
+    """One GitHub workflow command: ``::error file=F,line=L,title=T::message`` (``level`` is
+    ``error`` or ``warning``; no ``file``/``line`` when ``file`` is ``None``).
+
+    Escaping follows ``@actions/core``'s ``command.ts``: in property values ``%``, ``\\r``,
+    ``\\n``, ``:`` and ``,`` become ``%25``, ``%0D``, ``%0A``, ``%3A`` and ``%2C``; in the
+    message ``%``, ``\\r`` and ``\\n``. Other control characters are written as Python escapes
+    (:func:`harness._escape.visible`), so the line stays one line.
+    """
+    props = []
+    if file:
+        props.append(f"file={_github_property(file)}")
+        if line is not None:
+            props.append(f"line={line}")
+    props.append(f"title={_github_property(title)}")
+    return f"::{level} {','.join(props)}::{_github_data(message)}"
+
+
+def github_commands(result: Diagnosis) -> list[str]:
+    """``::error`` per problem and ``::warning`` per hazard of ``result``: the title names what
+    fails and the path, the message the target, type, exception, message and matching case."""
+    out = []
+    for level, findings in (("error", result.findings), ("warning", result.hazards)):
+        for f in findings:
+            p = f.problem
+            message = f"{result.target}: {p.path} ({p.type}): {p.exc_type}: {p.message}"
+            if f.why:
+                message += f"; {f.why}"
+            if f.case:
+                fix = fix_description(f.fix)
+                message += f"; matches case {f.case}" + (f"; fix: {fix}" if fix else "")
+            out.append(github_command(level, message, f.title(result.method), p.file, p.line))
+    return out
 
 
 def _size(n: int) -> str:
@@ -568,19 +835,26 @@ def _resolve_method(method: str) -> str:
 
 def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, target: str | None = None,
              progress: Progress | None = None) -> Diagnosis:
-    """Diagnose a live ``DataLoader`` or ``Dataset`` in this process.
+    """Diagnose a live ``DataLoader`` or ``Dataset`` in this process: the whole round trip of a
+    worker start (see the module docstring: send, load, indices, first batch back).
 
-    Runs the object's own code (reducers, ``__getstate__``, the sampler) in this process,
-    with no timeout; whatever it raises, ``SystemExit``, ``KeyboardInterrupt`` and
-    ``GeneratorExit`` included, is a finding at the path of the object whose code raised it.
-    The walk is bounded (:data:`harness._walker.MAX_OBJECTS`; time and memory linear in the
-    objects walked). ``harness diagnose`` runs this in a child process with a timeout.
+    Runs the object's own code (reducers, ``__getstate__``, ``__setstate__``, the sampler, and
+    on the loaded copies ``worker_init_fn``, ``__getitem__`` and ``collate_fn``) in this
+    process, with no timeout; whatever it raises, ``SystemExit``, ``KeyboardInterrupt`` and
+    ``GeneratorExit`` included, is a finding at the path of the object whose code raised it
+    (an ``Exception`` from ``worker_init_fn``, the dataset or ``collate_fn`` while building the
+    first batch fails the same way under every start method: the batch is then not checked,
+    and ``batch_note`` says so). The walk is bounded (:data:`harness._walker.MAX_OBJECTS`;
+    time and memory linear in the objects walked); loading needs memory for one copy of the
+    pickled arguments (array and tensor data excluded). ``harness diagnose`` runs this in a
+    child process with a timeout.
 
     Args:
         obj: a ``DataLoader``, a ``Dataset`` (diagnosed as ``DataLoader(dataset)`` would start
             it), or any object ``DataLoader`` accepts as a dataset.
         method: ``spawn``, ``forkserver``, or a platform alias resolving to one of them
-            (``windows``, ``macos``, ``linux-py3.14``); see :mod:`harness._policy`.
+            (``windows``, ``macos``, ``linux-py3.14``); see :mod:`harness._policy`. Pickling
+            follows this Python's rules; a newer Python's are reported as hazards.
         num_workers: overrides the loader's worker count.
         target: the name to report; default ``repr``-like description of ``obj``.
         progress: called with a short description of each step before it starts.
@@ -601,54 +875,144 @@ def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, ta
             start = worker_start(obj, num_workers)
         except BaseException as exc:  # noqa: BLE001 - DataLoader(obj) runs the object's own hooks
             reraise_if_interrupted(exc)
-            p = _raised("dataset", obj, "DataLoader(dataset)", exc, "dataset")
+            p = _raised("dataset", obj, "DataLoader(dataset)", exc, "dataset", [])
             n = DEFAULT_NUM_WORKERS if num_workers is None else num_workers
-            return Diagnosis(target=name, method=method, findings=[Finding(p, None, None)], num_workers=n)
+            return Diagnosis(target=name, method=method, findings=[Finding(p, None, None)], num_workers=n,
+                             batch_note="the loader could not be built")
         step("pickling the worker arguments")
+        payload, failure = None, None
         try:
             payload = measure_payload(start.args)
         except BaseException as exc:  # noqa: BLE001 - any pickling failure means: walk to find where
             reraise_if_interrupted(exc)
-            payload = None
-        findings: list[Finding] = []
-        if payload is None:
-            step("walking the worker arguments")
-            problems = find_problems(start.roots)
-            if not problems:  # the arguments fail only together; say so rather than pass silently
-                exc = probe(start.args)
-                problems = [Problem(path="(worker arguments)", type="tuple", message=_first_line(exc)
-                                    if exc else "", exc_type=type(exc).__name__, label="other")]
-            findings = [Finding(p, *case_for_problem(p)) for p in problems]
+            failure = exc
+        dataset = start.roots["dataset"]
+        problems, loaded = _trip(start.roots, start.args, "the worker arguments", step, "(worker arguments)",
+                                 [dataset], failure)
         step("drawing the first indices")
         try:
-            indices = first_indices(start.index_sampler)
+            indices = _draw_indices(start.index_sampler)
         except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt... from the sampler
             reraise_if_interrupted(exc)
-            problems = [_raised("indices", start.index_sampler, "drawing the first indices", exc, "indices")]
+            indices = NOTHING
+            problems.append(_raised("indices", start.index_sampler, "drawing the first indices", exc, "indices",
+                                    [start.sampler, dataset]))
+            index_failed = True
         else:
             step("pickling the first indices")
-            problems = index_problems(indices)
-        findings += [Finding(p, *case_for_problem(p)) for p in problems]
+            found = index_problems(indices)
+            problems += found
+            index_failed = bool(found)
+        batch_note = _batch_note(loaded, indices, index_failed)
+        if not batch_note:
+            step("building the first batch in the worker's copy of the loader")
+            try:
+                batch = first_batch(loaded, _received(indices))
+            except BaseException as exc:  # noqa: BLE001 - SystemExit... from worker_init_fn, the dataset, collate_fn
+                reraise_if_interrupted(exc)
+                problems.append(_raised("batch", loaded[1], "building the first batch", exc, "batch",
+                                        [start.roots["collate_fn"], dataset]))
+            else:
+                if batch is NOTHING:
+                    batch_note = ("worker_init_fn, the dataset or collate_fn raised an Exception (the main process "
+                                  "re-raises it under every start method) or the dataset is exhausted")
+                else:
+                    step("pickling the first batch back to the main process")
+                    found, _ = _trip({"batch": batch}, batch, "the first batch", step, "batch",
+                                     [start.roots["collate_fn"], dataset], loader="the main process")
+                    problems += found
+    findings = [Finding(p, *case_for_problem(p)) for p in problems if not p.breaks_on]
+    hazards = [Finding(p, *case_for_problem(p)) for p in problems if p.breaks_on]
     return Diagnosis(target=name, method=method, findings=findings, payload=payload,
-                     num_workers=start.num_workers)
+                     num_workers=start.num_workers, hazards=hazards, batch_note=batch_note)
+
+
+def _received(indices: Any) -> Any:
+    """The indices as the worker receives them: through ForkingPickler and back."""
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    return pickle.loads(ForkingPickler.dumps(indices))
+
+
+def _batch_note(loaded: Any, indices: Any, index_failed: bool) -> str:
+    """Why the first batch cannot be built as a worker would (``""`` when it can)."""
+    if loaded is NOTHING:
+        return "the worker arguments do not make it to a worker"
+    if index_failed:
+        return "the first indices do not make it to a worker"
+    if indices is NOTHING:
+        return "the sampler gave no indices"
+    return ""
+
+
+def _trip(roots: dict[str, Any], whole: Any, what: str, step: Progress, whole_path: str, anchors: list,
+          dump_failure: BaseException | None = None, loader: str = "a worker") -> tuple[list[Problem], Any]:
+    """The problems of ``whole``'s round trip (and its hazards), and its loaded copy.
+
+    ``whole`` is pickled and loaded back as a worker does; if that fails, or it holds an object
+    a newer Python will not pickle, ``roots`` (its parts, by root name) are walked. A failure
+    that no part shows on its own is one problem at ``whole_path``. Problems with no site of
+    their own are placed at the first of ``anchors`` with a user-defined one.
+
+    Args:
+        dump_failure: what pickling ``whole`` raised, when that is known already; the round
+            trip is then skipped.
+        loader: who unpickles it, for the progress line.
+
+    Returns:
+        ``(problems, loaded copy or NOTHING)``.
+    """
+    loaded = NOTHING
+    failure = dump_failure
+    if failure is None:
+        step(f"unpickling {what}, as {loader} does")
+        try:
+            loaded = roundtrip(whole)
+        except BaseException as exc:  # noqa: BLE001 - a dump or load failure: walk to find where
+            reraise_if_interrupted(exc)
+            failure = exc
+    hazard = None
+    if any(h.applies() for h in HAZARDS):
+        step(f"checking {what} against newer Pythons' pickling")
+        hazard = hazard_probe(whole)
+    if failure is None and hazard is None:
+        return [], loaded
+    step(f"walking {what}")
+    problems = find_problems(roots, load=True, hazards=True)
+    if failure is not None and not any(not p.breaks_on for p in problems):
+        # The parts fail only together; say so rather than pass silently.
+        problems.insert(0, Problem(path=whole_path, type=_type_name(whole), message=_first_line(failure),
+                                   exc_type=_type_name(getattr(failure, "cause", failure)), label="other",
+                                   root=whole_path))
+    anchor_file, anchor_line = _sites.first_user_site(anchors)
+    return [p if p.file or not anchor_file else dataclasses.replace(p, file=anchor_file, line=anchor_line)
+            for p in problems], loaded
 
 
 def diagnosis_to_child(result: Diagnosis) -> dict:
     """Everything :func:`diagnosis_from_child` needs to rebuild ``result`` in the parent."""
+    def findings(items: list[Finding]) -> list[dict]:
+        return [{"problem": dataclasses.asdict(f.problem), "case": f.case, "fix": f.fix} for f in items]
+
     return {
         "target": result.target, "method": result.method, "num_workers": result.num_workers,
         "payload": dataclasses.asdict(result.payload) if result.payload else None,
-        "findings": [{"problem": dataclasses.asdict(f.problem), "case": f.case, "fix": f.fix}
-                     for f in result.findings],
+        "findings": findings(result.findings), "hazards": findings(result.hazards),
+        "batch_note": result.batch_note,
     }
 
 
 def diagnosis_from_child(data: dict) -> Diagnosis:
     """The :class:`Diagnosis` that :func:`diagnosis_to_child` wrote in the child process."""
+    def findings(items: list[dict]) -> list[Finding]:
+        return [Finding(Problem(**f["problem"]), f["case"], f["fix"]) for f in items]
+
     return Diagnosis(
         target=data["target"], method=data["method"], num_workers=data["num_workers"],
         payload=Payload(**data["payload"]) if data["payload"] else None,
-        findings=[Finding(Problem(**f["problem"]), f["case"], f["fix"]) for f in data["findings"]],
+        findings=findings(data["findings"]), hazards=findings(data.get("hazards", [])),
+        batch_note=data.get("batch_note", ""),
     )
 
 
@@ -792,27 +1156,42 @@ def _ended(returncode: int | None, memory: int | None) -> str:
     return f"was killed by signal {name}{bound}"
 
 
-def diagnose_command(target: str, method: str = "spawn", as_json: bool = False,
-                     num_workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> int:
-    """``harness diagnose``: diagnose ``target`` in a child process and print the diagnosis.
+def diagnose_command(target: str | Sequence[str], method: str = "spawn", as_json: bool = False,
+                     num_workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                     output_format: str | None = None) -> int:
+    """``harness diagnose``: diagnose each target in its own child process and print the diagnoses.
 
     Args:
-        target: ``package.module:attr`` or ``path/to/file.py:attr``.
+        target: ``package.module:attr`` or ``path/to/file.py:attr``, or a sequence of them,
+            diagnosed one after the other.
         method: ``spawn`` or ``forkserver`` (or a platform alias resolving to one).
-        as_json: print one JSON object instead of the text report.
-        num_workers: overrides the loader's worker count.
-        timeout_s: seconds the child may run (import, factory, pickling, walk) before its
-            process tree is killed.
+        as_json: the same as ``output_format="json"``.
+        num_workers: overrides each loader's worker count.
+        timeout_s: seconds each child may run (import, factory, pickling, loading, first
+            batch, walk) before its process tree is killed.
+        output_format: ``text`` (default), ``json`` or ``github`` (see :data:`FORMATS`).
+            ``json``: one target prints one object (:meth:`Diagnosis.to_json`); several print
+            a list with one entry per target, in order: its object, or ``{"target", "error"}``
+            for a target that gave no diagnosis (the error is the line also on stderr).
+            ``github``: one ``::error`` workflow command per problem and ``::warning`` per
+            hazard (:func:`github_commands`), nothing for a safe loader, and ``::error
+            title=harness diagnose::...`` for a target that gave no diagnosis.
 
     Returns:
-        0 safe; 1 unsafe, or the child was ended by the target's own code before it could
-        report; 2 bad target, bad ``HARNESS_DIAGNOSE_MEMORY_GIB``, timeout or memory bound
-        reached; 130 interrupted. Everything but a diagnosis is one line on stderr.
+        The worst over the targets: 0 all safe; 1 any unsafe, or a child ended by the
+        target's own code before it could report; 2 a bad target, bad
+        ``HARNESS_DIAGNOSE_MEMORY_GIB``, timeout or memory bound reached (the other targets
+        are still diagnosed); 130 interrupted (no later target runs). Everything but a
+        diagnosis is one line on stderr per target.
     """
     import signal
     import threading
 
+    targets = [target] if isinstance(target, str) else list(target)
+    fmt = output_format or ("json" if as_json else "text")
     try:
+        if fmt not in FORMATS:
+            raise ValueError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
         method = _resolve_method(method)
         memory = memory_limit_bytes()
     except ValueError as exc:
@@ -825,42 +1204,62 @@ def diagnose_command(target: str, method: str = "spawn", as_json: bool = False,
     old = None
     if threading.current_thread() is threading.main_thread():
         old = signal.signal(signal.SIGTERM, interrupt)
+    codes: list[int] = []
+    entries: list[dict] = []
     try:
-        run = run_child(target, method, num_workers, timeout_s, memory)
-    except KeyboardInterrupt:
-        _say(f"harness diagnose: interrupted; the process diagnosing {target} was stopped")
-        return 130
+        for i, one in enumerate(targets):
+            try:
+                run = run_child(one, method, num_workers, timeout_s, memory)
+            except KeyboardInterrupt:
+                _say(f"harness diagnose: interrupted; the process diagnosing {one} was stopped")
+                return 130
+            code, diagnosis, error = _outcome(one, run, timeout_s, memory)
+            codes.append(code)
+            if error:
+                _say(error)
+                entries.append({"target": one, "error": error})
+                if fmt == "github":
+                    print(github_command("error", error, "harness diagnose"))
+                continue
+            entries.append(diagnosis.to_json())
+            if fmt == "text":  # names and messages come from the user's code: no escape sequence reaches the terminal
+                print(("\n" if i else "") + terminal(diagnosis.format_text()))
+            elif fmt == "github" and (diagnosis.findings or diagnosis.hazards):
+                print(diagnosis.format_github())
+            sys.stdout.flush()
     finally:
         if old is not None:
             signal.signal(signal.SIGTERM, old)
+    if fmt == "json":
+        if len(targets) > 1:
+            print(json.dumps(entries, indent=2))
+        elif "error" not in entries[0]:
+            print(json.dumps(entries[0], indent=2))
+    return 2 if 2 in codes else max(codes)
+
+
+def _outcome(target: str, run: ChildRun, timeout_s: float, memory: int | None) -> tuple[int, Diagnosis | None, str]:
+    """``(exit code, diagnosis or None, one-line error or "")`` for one target's child run."""
     while_ = f" while {run.stage}" if run.stage else ""
     if run.timed_out:
-        _say(f"harness diagnose: error: {target}: timed out after {timeout_s:g} s{while_}; the process "
-             "tree running it was killed (a longer --timeout gives it more time)")
-        return 2
+        return 2, None, (f"harness diagnose: error: {target}: timed out after {timeout_s:g} s{while_}; the process "
+                         "tree running it was killed (a longer --timeout gives it more time)")
     result = run.result
     if result is None:
-        _say(f"harness diagnose: {target}: UNSAFE: the process running it {_ended(run.returncode, memory)}"
-             f"{while_}, before it could report: the target's own code ended it")
-        return 1
+        return 1, None, (f"harness diagnose: {target}: UNSAFE: the process running it "
+                         f"{_ended(run.returncode, memory)}{while_}, before it could report: the target's own code "
+                         "ended it")
     kind = result.get("kind")
     if kind == "diagnosis":
         diagnosis = diagnosis_from_child(result["diagnosis"])
-        if as_json:
-            print(json.dumps(diagnosis.to_json(), indent=2))
-        else:  # names and messages come from the user's code: no escape sequence reaches the terminal
-            print(terminal(diagnosis.format_text()))
-        return 0 if diagnosis.safe else 1
+        return (0 if diagnosis.safe else 1), diagnosis, ""
     message = result.get("message", "")
     if kind == "memory" or "MemoryError" in message:
         limit = f" (limit: {_gib(memory)} more than at start; set {MEMORY_ENV} to change it, 0 lifts it)" if memory else ""
-        _say(f"harness diagnose: error: {target}: ran out of memory{while_}{limit}: {message}")
-        return 2
+        return 2, None, f"harness diagnose: error: {target}: ran out of memory{while_}{limit}: {message}"
     if kind == "target-error":
-        _say(f"harness diagnose: error: {message}")
-    else:
-        _say(f"harness diagnose: error: {target}: {message}")
-    return 2
+        return 2, None, f"harness diagnose: error: {message}"
+    return 2, None, f"harness diagnose: error: {target}: {message}"
 
 
 def _say(line: str) -> None:

@@ -14,7 +14,9 @@ Two guards:
   ``forkserver``.
 * :func:`assert_spawn_safe` (also ``harness.assert_spawn_safe``) checks a loader or dataset in
   the test's own process, without starting workers, and fails with every path that a spawn
-  or forkserver worker start could not pickle (see :mod:`harness._diagnose`).
+  or forkserver worker start could not pickle, that a worker could not unpickle, or that
+  could not come back in the first batch, each with where it is defined (``file:line``; see
+  :mod:`harness._diagnose`).
 
 pytest is imported only by the hooks, so :func:`assert_spawn_safe` works without it.
 """
@@ -36,14 +38,19 @@ _TEMP_DIR = None  # the emulated long TMPDIR of the session, closed at unconfigu
 
 
 def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosis:
-    """Fail unless every worker start of ``loader_or_dataset`` would pickle under ``method``.
+    """Fail unless every worker start of ``loader_or_dataset`` would make its round trip under ``method``.
 
     Checks what ``DataLoader`` sends each worker (dataset, ``collate_fn``, ``worker_init_fn``)
     with multiprocessing's ``ForkingPickler`` and torch's reducers, as a real spawn or
-    forkserver start does, without starting any process. The objects' own code (reducers,
-    ``__getstate__``, the sampler) runs in this process: anything it raises, ``SystemExit``,
-    ``KeyboardInterrupt`` and ``GeneratorExit`` included, is a problem reported like any other,
-    and the walk is bounded (reference cycles and chains 100,000 objects deep take seconds).
+    forkserver start does, loads it back as the worker does, round-trips the first indices,
+    and builds the first batch from the loaded copy and round-trips it back, without starting
+    any process (:func:`harness._diagnose.diagnose`). The objects' own code (reducers,
+    ``__getstate__``, ``__setstate__``, the sampler, and on the loaded copies
+    ``worker_init_fn``, ``__getitem__``, ``collate_fn``) runs in this process: anything it
+    raises, ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` included, is a problem
+    reported like any other, and the walk is bounded (reference cycles and chains 100,000
+    objects deep take seconds). Objects that pickle on this Python but not on a newer one
+    (``itertools`` iterators on 3.14) do not fail the check: each is a ``UserWarning``.
 
     Args:
         loader_or_dataset: a ``DataLoader``, or a ``Dataset`` (checked as ``DataLoader(dataset)``).
@@ -54,26 +61,33 @@ def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosi
         The :class:`harness._diagnose.Diagnosis` (its ``payload`` gives the per-worker size).
 
     Raises:
-        AssertionError: something cannot be pickled; the message lists every problem path,
-            its type, the pickler's message and the matching catalogue case and fix.
+        AssertionError: something cannot make the trip; the message lists every problem path,
+            its type, the pickler's message, the matching catalogue case and fix, and where
+            the culprit is defined (``at path/to/file.py:12``; relative to the current
+            directory when under it).
         ValueError: ``method`` is unknown or resolves to ``fork``.
         KeyboardInterrupt: a real Ctrl-C (SIGINT) arrived while checking; a
             ``KeyboardInterrupt`` raised by the loader's own code is a problem instead.
     """
     __tracebackhide__ = True  # pytest shows the assertion, not this function's source
+    import warnings
+
     from harness._diagnose import diagnose, fix_description
 
     result = diagnose(loader_or_dataset, method=method)
-    if result.safe:
-        return result
-    n = len(result.findings)
-    lines = [f"{n} object{'s' if n != 1 else ''} cannot be sent to a {result.method} worker:"]
-    for f in result.findings:
+
+    def describe(f: Any) -> str:
         p = f.problem
-        line = f"  {p.path}: {p.type}: {p.message}"
+        line = f"{p.path}: {p.type}: {p.message}"
         if f.case:
             line += f" [case {f.case}" + (f"; fix: {fix_description(f.fix)}]" if f.fix else "]")
-        lines.append(line)
+        return line + (f" at {f.location}" if f.location else "")
+
+    for f in result.hazards:
+        warnings.warn(f"breaks on Python {f.problem.breaks_on}: {describe(f)}", UserWarning, stacklevel=2)
+    if result.safe:
+        return result
+    lines = [f"{result.what_fails(f'a {result.method} worker')}:", *(f"  {describe(f)}" for f in result.findings)]
     raise AssertionError("\n".join(lines))
 
 

@@ -13,7 +13,9 @@ Platform names (``windows``, ``macos``, ``linux``, ``linux-py3.14``) replay that
 default start method (:func:`harness._policy.resolve_method_alias`); ``windows`` and ``macos``
 also apply that platform's profile (:data:`harness._policy.PROFILES`): torch's ``file_system``
 sharing strategy in the script and every worker, and, for ``macos``, a ``TMPDIR`` as long as a
-macOS runner's. The Python version is this interpreter's.
+macOS runner's. The Python version is this interpreter's: ``linux-py3.14`` on Python 3.11
+applies 3.14's start method (``forkserver``), not 3.14's pickling rules, and the result says so
+(:func:`python_note`).
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ from harness._runner import (
     launch_cell,
 )
 
-__all__ = ["Reproduction", "ScriptSpec", "classify_command", "hint_for", "reproduce", "reproduce_command",
-           "resolve_method"]
+__all__ = ["Reproduction", "ScriptSpec", "classify_command", "hint_for", "python_note", "reproduce",
+           "reproduce_command", "resolve_method"]
 
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -79,6 +81,7 @@ class Reproduction:
         duration_s: seconds from launch to exit (interpreter start-up included).
         hint: the fix hint naming the matching catalogue case, or ``None`` on ``pass``.
         stderr_tail: the last lines the script and its workers wrote to stderr.
+        note: what the requested platform does not replay here (:func:`python_note`), or ``None``.
     """
 
     script: str
@@ -88,9 +91,10 @@ class Reproduction:
     duration_s: float
     hint: str | None
     stderr_tail: list[str] = field(default_factory=list)
+    note: str | None = None
 
     def to_json(self) -> dict:
-        """``{"script", "method", "outcome", "kind", "root_cause", "duration_s", "hint"}``."""
+        """``{"script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "note"}``."""
         return {
             "script": self.script,
             "method": self.method,
@@ -99,6 +103,7 @@ class Reproduction:
             "root_cause": self.verdict.root_cause,
             "duration_s": round(self.duration_s, 3),
             "hint": self.hint,
+            "note": self.note,
         }
 
     def format_text(self) -> str:
@@ -107,6 +112,8 @@ class Reproduction:
         v = self.verdict
         outcome = f"{v.outcome} ({v.kind})" if v.kind else v.outcome
         lines = [f"{self.script} under {as_what}: {outcome} after {self.duration_s:.1f} s"]
+        if self.note:
+            lines.append(f"note: {self.note}")
         if v.outcome != "pass":
             if v.message and v.message != v.root_cause:
                 lines.append(f"  parent saw: {v.message}")
@@ -133,6 +140,32 @@ def resolve_method(name: str) -> str:
     if method not in available_methods():
         raise ValueError(f"--method {name}: start method {method!r} does not exist on this platform")
     return method
+
+
+def python_note(name: str, python: tuple[int, int] | None = None) -> str | None:
+    """What ``--method name`` does not replay on this Python, or ``None``.
+
+    A platform alias tied to a Python range (``linux-py3.14``: Python 3.14 and later;
+    ``linux``, ``linux-py3.13``: up to 3.13) replays that platform's default start method on
+    this interpreter; the pickling rules stay this Python's (on 3.14, ``itertools`` iterators
+    no longer pickle; ``harness diagnose`` lists them as hazards).
+
+    Args:
+        name: the ``--method`` value.
+        python: ``(major, minor)`` of the interpreter; default this one.
+    """
+    from harness import _policy
+
+    plat_id = getattr(_policy, "_ALIASES", {}).get(name, name)
+    plat = next((p for p in _policy.PLATFORMS if p.id == plat_id), None)
+    here = python or sys.version_info[:2]
+    if plat is None or plat.python_min <= here <= plat.python_max:
+        return None
+    version = plat.python_min if here < plat.python_min else plat.python_max
+    them = f"Python {version[0]}.{version[1]}"
+    hazards = " (harness diagnose lists what it will no longer pickle as hazards)" if here < plat.python_min else ""
+    return (f"--method {name} on Python {here[0]}.{here[1]} applies {them}'s start method ({plat.default_method}), "
+            f"not {them}'s pickling rules; run on {them} for those{hazards}")
 
 
 def _pick(candidates: list[str], exclude: tuple[str, ...] = ()):
@@ -181,7 +214,21 @@ def _pickle_candidates(text: str) -> tuple[list[str], tuple[str, ...]]:
     return ([], ())
 
 
-def hint_for(verdict: Verdict, timeout_s: float | None = None) -> str | None:
+#: A queue feeder thread's traceback (``multiprocessing/queues.py``, ``_feed``): a worker's result
+#: did not pickle on its way back; "it's not the same object as" is a class made anew at each call.
+_FEEDER = re.compile(r"queues\.py\W+line \d+, in _feed\b|in _feed\s*$", re.M)
+_NOT_SAME = re.compile(r"it's not the same object as [\w.<>]+")
+
+
+def _batch_back(verdict: Verdict, text: str, stderr: str) -> bool:
+    """Whether the run shows a batch that could not be pickled on its way back from a worker."""
+    pickling = verdict.kind == "pickle" or bool(_NOT_SAME.search(text)) or "PicklingError" in text
+    if _FEEDER.search(stderr) and (pickling or "PicklingError" in stderr or _NOT_SAME.search(stderr)):
+        return True
+    return verdict.outcome == "hang" and bool(_NOT_SAME.search(f"{text}\n{stderr}"))
+
+
+def hint_for(verdict: Verdict, timeout_s: float | None = None, stderr: str = "") -> str | None:
     """A one-line fix hint naming the catalogue case with the same mechanism.
 
     Mapping (kind → case): ``bootstrap`` → ``entry-no-main-guard``; ``main-attribute`` →
@@ -191,12 +238,28 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None) -> str | None:
     ``context-mix``, ``cuda-reinit``, ``daemonic`` and ``fd-limit`` → the case of that family. Each hint gives
     the case's fix case and its file in the catalogue.
 
+    A batch that could not be pickled on its way back (a queue feeder thread's ``_feed``
+    traceback in ``stderr`` with a pickling error, or a hang whose stderr says "it's not the
+    same object as") gets its own hint: the feeder thread drops the batch and the loader hangs
+    under every start method.
+
+    Args:
+        verdict: the classified run.
+        timeout_s: the run's timeout, named in a hang's hint.
+        stderr: what the script and its workers wrote to stderr (or the pasted text).
+
     Returns:
         The hint, or ``None`` for ``pass``.
     """
     if verdict.outcome == "pass":
         return None
     text = f"{verdict.message}\n{verdict.root_cause}"
+    if _batch_back(verdict, text, stderr):
+        return ("a worker's batch could not be pickled on its way back to the main process: the worker's queue "
+                "feeder thread printed the error and dropped the batch, so the loader waits for it forever, under "
+                "every start method, fork included; a class that collate_fn (or the dataset) makes at each call "
+                "with the name of a module-level class (a namedtuple or dataclass built inside it) does this: "
+                "define it once at module level (harness diagnose names it, at a path rooted at batch)")
     candidates: list[str] = []
     exclude: tuple[str, ...] = ()
     if verdict.kind == "bootstrap":
@@ -307,8 +370,9 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
         requested=method,
         verdict=verdict,
         duration_s=run.wall_s,
-        hint=hint_for(verdict, timeout_s),
+        hint=hint_for(verdict, timeout_s, run.observation.stderr),
         stderr_tail=tail if verdict.outcome != "pass" else [],
+        note=python_note(method),
     )
 
 
@@ -401,7 +465,7 @@ def classify_command(file: str, as_json: bool = False) -> int:
         print(json.dumps({"outcome": None, "kind": None, "root_cause": "", "hint": None}) if as_json
               else "no error line found")
         return 0
-    hint = hint_for(verdict)
+    hint = hint_for(verdict, stderr=text)
     if as_json:
         print(json.dumps({"outcome": verdict.outcome, "kind": verdict.kind, "root_cause": verdict.root_cause,
                           "message": verdict.message, "hint": hint}, indent=2))

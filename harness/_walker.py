@@ -42,6 +42,23 @@ While pickling, a stand-in "spawning popen" is installed
 (``multiprocessing.context.set_spawning_popen``), as a real start does, so multiprocessing
 queues, locks and shared values judge themselves as they would during a real start (for
 example ``A SemLock created in a fork context ...`` since CPython 3.11.5).
+
+Beyond the dump. :func:`find_problems` can also check the other half of the trip
+(``load=True``): what pickles must also unpickle in the worker, with the same pickler and
+protocol. :func:`roundtrip` dumps an object and loads the bytes back in this process; an
+object whose loading fails is found by the same walk, each candidate dumped and loaded on its
+own, with everything already judged (and every object the dump walk reported) standing in for
+itself through the pickle's persistent ids, so it is not loaded again. Numpy (``PickleBuffer``)
+data stays out of band and torch storages stand in for themselves: nothing large is copied,
+and no tensor is moved to shared memory. Multiprocessing connections that are loaded get a
+duplicate of their descriptor, so the user's own object keeps its own.
+
+Version hazards (``hazards=True``): some objects pickle on this Python and not on a newer one
+(:data:`HAZARDS`: ``itertools`` iterators lose pickling in Python 3.14). Their reducers are
+replaced by ones raising :class:`RemovedPickling` for one more walk, which reports each such
+object, at its path, with the Python that breaks it (``Problem.breaks_on``).
+
+Each problem carries where its culprit is defined (``file``, ``line``; see :mod:`harness._sites`).
 """
 
 from __future__ import annotations
@@ -51,7 +68,9 @@ import copyreg
 import dataclasses
 import functools
 import io
+import itertools
 import keyword
+import os
 import pickle
 import signal
 import sys
@@ -65,17 +84,24 @@ from multiprocessing import context as _mp_context
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from harness import _sites
+
 __all__ = [
+    "HAZARDS",
     "NO_MESSAGE",
     "PROTOCOL",
     "Payload",
     "Problem",
+    "RemovedPickling",
     "TemporaryStorageError",
+    "UnpicklingFailed",
     "WalkerPickler",
     "find_problems",
+    "hazard_probe",
     "measure_payload",
     "probe",
     "reraise_if_interrupted",
+    "roundtrip",
     "user_code_guard",
 ]
 
@@ -119,13 +145,22 @@ class Problem:
         label: what the object is, by mechanism: ``lambda``, ``closure``, ``local-function``,
             ``local-class``, ``unimportable-function``, ``unimportable-class``, ``open-file``,
             ``sqlite``, ``module``, ``lock``, ``generator``, ``torch-generator``,
-            ``temporary-tensor``, ``fork-context-semlock``, ``non-leaf-tensor``, ``too-deep``
-            or ``other``; :mod:`harness._diagnose` adds ``index-unpickle`` and ``raised`` (user
-            code raised while the start was prepared: building the loader, drawing indices).
+            ``temporary-tensor``, ``fork-context-semlock``, ``non-leaf-tensor``, ``too-deep``,
+            ``itertools`` (an ``itertools`` iterator: every one on Python 3.14, a hazard
+            before), ``unpickle`` (pickles, but loading it fails) or ``other``;
+            :mod:`harness._diagnose` adds ``index-unpickle`` and ``raised`` (user code raised
+            while the start was prepared: building the loader, drawing indices, building the
+            first batch).
         within: the innermost notable container on the path (``partial``, ``zipfile``,
             ``tarfile``, ``log-handler``), or ``None``.
         root: the root name the path starts with.
         qualname: ``__qualname__`` of a function or class at fault, else ``""``.
+        file: where the culprit is defined (:func:`harness._sites.site_along`: its own
+            definition, else the nearest enclosing user-defined object's), relative to the
+            current directory when under it; ``None`` when nothing on the path has a site.
+        line: the line in ``file`` (1-based), or ``None``.
+        breaks_on: for a version hazard, the Python (``"3.14"``) from which the object no
+            longer pickles; it pickles on this one. ``None`` for a problem on this Python.
     """
 
     path: str
@@ -136,6 +171,9 @@ class Problem:
     within: str | None = None
     root: str = ""
     qualname: str = ""
+    file: str | None = None
+    line: int | None = None
+    breaks_on: str | None = None
 
 
 @dataclass
@@ -198,10 +236,27 @@ class _ProbePopen:
         return fd
 
 
+class _LazyDupFd:
+    """What a round trip's ``DupFd`` returns: the descriptor is duplicated only when the loaded
+    object takes it (``detach``), so the loaded copy owns a duplicate, never the original."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def detach(self) -> int:
+        return os.dup(self.fd)
+
+
+class _RoundTripPopen(_ProbePopen):
+    """A :class:`_ProbePopen` whose descriptors are duplicated when a loaded copy takes them."""
+
+    DupFd = _LazyDupFd
+
+
 @contextmanager
-def _spawning() -> Iterator[None]:
+def _spawning(popen: _ProbePopen | None = None) -> Iterator[None]:
     previous = _mp_context.get_spawning_popen()
-    _mp_context.set_spawning_popen(_ProbePopen())
+    _mp_context.set_spawning_popen(popen or _ProbePopen())
     try:
         yield
     finally:
@@ -283,6 +338,7 @@ def _dispatch_table(payload: Payload, weakrefs: list | None = None) -> dict:
             return (_shared_storage, (storage.nbytes(),))
 
         table[storage_type] = reduce_storage
+    table.update(_OVERRIDES)
     return table
 
 
@@ -340,14 +396,20 @@ class _CutPickler(WalkerPickler):
         self.next_root: int | None = None
 
     def persistent_id(self, obj: Any) -> Any:
-        i = id(obj)
-        if i == self.next_root:
-            self.next_root = None
-            return None
-        return 0 if i in self.cut else None
+        return 0 if _cut_here(self, id(obj)) else None
 
 
-def _root_identity(obj: Any) -> Any:  # pragma: no cover - a group probe is never loaded
+def _cut_here(pickler: Any, i: int) -> bool:
+    """Whether the object with id ``i`` is cut (in ``pickler.cut``) and not the probe root now
+    due (``pickler.next_root``, which is consumed)."""
+    if i == pickler.next_root:
+        pickler.next_root = None
+        return False
+    return i in pickler.cut
+
+
+def _root_identity(obj: Any) -> Any:
+    """What a group probe's member loads as (only a round trip loads one): the object."""
     return obj
 
 
@@ -415,6 +477,203 @@ def _try_dump(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int]
         reraise_if_interrupted(exc)
         return exc
     return None
+
+
+# -- the load half of the trip ------------------------------------------------------------------
+
+class UnpicklingFailed(Exception):
+    """An object pickled, but loading its pickle raised ``cause`` (what a worker would meet).
+
+    ``str()`` is ``pickles, but unpickling in the worker fails: Type: first line``.
+    """
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"pickles, but unpickling in the worker fails: {_describe(cause)}")
+        self.cause = cause
+
+
+class _RoundTripPickler(ForkingPickler):
+    """ForkingPickler (with torch's reducers) writing real bytes for :func:`roundtrip`.
+
+    Numpy and other ``PickleBuffer`` data go out of band into ``buffers`` (not copied); torch
+    storages, and every object whose id is in ``cut`` (unless it is the probe root now due,
+    ``next_root``, as in :class:`_CutPickler`), are written as persistent ids and stand in for
+    themselves when loaded.
+    """
+
+    def __init__(self, file: io.BytesIO, protocol: int, cut: set[int] | frozenset[int],
+                 buffers: list, stash: dict) -> None:
+        pickle.Pickler.__init__(self, file, protocol, buffer_callback=buffers.append)
+        table, storage_types = _base_table()
+        self.dispatch_table = {**table, **_OVERRIDES}
+        self.storage_types = storage_types
+        self.cut = cut
+        self.stash = stash
+        self.next_root: int | None = None
+
+    def persistent_id(self, obj: Any) -> Any:
+        i = id(obj)
+        if _cut_here(self, i) or type(obj) in self.storage_types:
+            self.stash[i] = obj
+            return i
+        return None
+
+
+class _Loader(pickle.Unpickler):
+    """Loads what :class:`_RoundTripPickler` wrote; a persistent id is the object itself."""
+
+    def __init__(self, data: bytes, buffers: list, stash: dict) -> None:
+        super().__init__(io.BytesIO(data), buffers=buffers)
+        self.stash = stash
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.stash[pid]
+
+
+def _roundtrip(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
+               group: list | None = None) -> Any:
+    """Dump ``obj`` (or each member of ``group``) as a spawn start would, then load it back.
+
+    Raises:
+        UnpicklingFailed: it pickled, but loading raised (anything, ``SystemExit`` included).
+        BaseException: what pickling raised.
+    """
+    buffers: list = []
+    stash: dict = {}
+    out = io.BytesIO()
+    with _spawning(_RoundTripPopen()):
+        pickler = _RoundTripPickler(out, protocol, cut or frozenset(), buffers, stash)
+        if group is not None:
+            obj = [_Root(o, pickler) for o in group]
+        elif cut:
+            pickler.next_root = id(obj)
+        try:
+            pickler.dump(obj)
+        finally:
+            del pickler, obj  # its memo keeps every object it pickled alive
+    data = out.getvalue()
+    del out
+    try:
+        return _Loader(data, buffers, stash).load()
+    except BaseException as exc:  # noqa: BLE001 - user __setstate__/reconstructors may raise anything
+        reraise_if_interrupted(exc)
+        raise UnpicklingFailed(exc) from None
+
+
+def roundtrip(obj: Any, protocol: int = PROTOCOL) -> Any:
+    """Pickle ``obj`` as a spawn or forkserver start does and load it back, as the worker does.
+
+    The same pickler (ForkingPickler with torch's reducers, multiprocessing objects pickled as
+    while spawning) and ``protocol``; numpy data stays out of band and torch storages stand
+    in for themselves, so neither is copied. The load runs in this process: the objects' own
+    ``__setstate__``, ``__reduce__`` reconstructors and ``__getattr__`` run here, as they
+    would in the worker. Memory: one copy of the pickle stream plus the loaded objects.
+
+    Returns:
+        The loaded copy (what the worker would hold).
+
+    Raises:
+        UnpicklingFailed: ``obj`` pickles, but loading it raises (``cause`` says what).
+        BaseException: what pickling ``obj`` raises (see :func:`measure_payload`).
+        KeyboardInterrupt: a real Ctrl-C inside :func:`user_code_guard`.
+    """
+    return _roundtrip(obj, protocol)
+
+
+def _try_roundtrip(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
+                   group: list | None = None) -> BaseException | None:
+    """The :class:`UnpicklingFailed` of a round trip, or ``None`` when it loads or does not even
+    pickle (the dump walk's business)."""
+    try:
+        _roundtrip(obj, protocol, cut, group)
+    except UnpicklingFailed as exc:
+        return exc
+    except BaseException as exc:  # noqa: BLE001 - a dump failure: not this walk's finding
+        reraise_if_interrupted(exc)
+    return None
+
+
+# -- version hazards -----------------------------------------------------------------------------
+
+class RemovedPickling(TypeError):
+    """Pickling an object that a newer Python (``breaks_on``) no longer pickles."""
+
+    def __init__(self, message: str, breaks_on: str) -> None:
+        super().__init__(message)
+        self.breaks_on = breaks_on
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """Types that pickle up to some Python and not from ``breaks_on`` on.
+
+    Attributes:
+        breaks_on: the first Python that cannot pickle them, ``"3.14"``.
+        types: the types.
+        why: what changed, with its source, for the message.
+    """
+
+    breaks_on: str
+    types: tuple[type, ...]
+    why: str
+
+    def applies(self) -> bool:
+        """Whether this Python still pickles them (it is older than ``breaks_on``)."""
+        major, minor = (int(x) for x in self.breaks_on.split("."))
+        return sys.version_info[:2] < (major, minor)
+
+
+#: Version hazards. ``itertools`` iterators (``count``, ``cycle``, ``chain``, ``islice`` ...)
+#: pickled through their ``__reduce__`` up to Python 3.13; Python 3.12 deprecated that (a
+#: ``DeprecationWarning`` at every pickling: "Pickle, copy, and deepcopy support will be removed
+#: from itertools in Python 3.14") and 3.14 removed it (What's New in Python 3.12, "Pending
+#: removal in Python 3.14"; What's New in Python 3.14, "Removed": itertools; gh-101588).
+HAZARDS: tuple[Hazard, ...] = (
+    Hazard("3.14", tuple(t for t in vars(itertools).values() if isinstance(t, type)),
+           "Python 3.14 removed pickling of itertools iterators (deprecated since 3.12, gh-101588)"),
+)
+
+_OVERRIDES: dict[type, Any] = {}
+
+
+def _removed_reducer(hazard: Hazard) -> Any:
+    def reduce_removed(obj: Any) -> tuple:  # noqa: ARG001 - a reducer's signature
+        raise RemovedPickling(
+            f"pickles on Python {sys.version_info[0]}.{sys.version_info[1]}, but not on Python {hazard.breaks_on} "
+            f"and later: {hazard.why}", hazard.breaks_on)
+
+    return reduce_removed
+
+
+@contextmanager
+def _simulating_hazards() -> Iterator[None]:
+    """Make every hazard type that this Python still pickles raise :class:`RemovedPickling`."""
+    previous = dict(_OVERRIDES)
+    for hazard in HAZARDS:
+        if hazard.applies():
+            reducer = _removed_reducer(hazard)
+            _OVERRIDES.update(dict.fromkeys(hazard.types, reducer))
+    try:
+        yield
+    finally:
+        _OVERRIDES.clear()
+        _OVERRIDES.update(previous)
+
+
+def hazard_probe(obj: Any, protocol: int = PROTOCOL) -> RemovedPickling | None:
+    """The :class:`RemovedPickling` pickling ``obj`` meets under a newer Python's rules, or ``None``
+    (no hazard, or ``obj`` fails to pickle for another reason: the dump walk's business)."""
+    with _simulating_hazards():
+        return _hazard_only(_try_dump(obj, protocol))
+
+
+def _hazard_only(exc: BaseException | None) -> RemovedPickling | None:
+    return exc if isinstance(exc, RemovedPickling) else None
+
+
+def _try_hazard(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
+                group: list | None = None) -> BaseException | None:
+    return _hazard_only(_try_dump(obj, protocol, cut, group))
 
 
 # -- telling a real Ctrl-C from a KeyboardInterrupt raised by user code -------------------------
@@ -507,8 +766,19 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else NO_MESSAGE
 
 
+def _describe(exc: BaseException) -> str:
+    """``Type: first line`` (``Type`` alone when the exception says nothing)."""
+    line = _first_line(exc)
+    name = type(exc).__name__
+    return name if line == NO_MESSAGE else f"{name}: {line}"
+
+
 def _label(obj: Any, exc: BaseException) -> str:
     """What the object at fault is, by mechanism (see :class:`Problem`)."""
+    if isinstance(exc, UnpicklingFailed):
+        return "unpickle"
+    if isinstance(exc, RemovedPickling):
+        return "itertools"
     msg = _first_line(exc)
     torch = sys.modules.get("torch")
     if isinstance(exc, TemporaryStorageError):
@@ -540,6 +810,8 @@ def _label(obj: Any, exc: BaseException) -> str:
         return "generator"
     if torch is not None and isinstance(obj, torch.Generator):
         return "torch-generator"
+    if type(obj).__module__ == "itertools":
+        return "itertools"
     return "other"
 
 
@@ -677,17 +949,29 @@ def _path(item: _Item) -> str:
 
 
 class _Walker:
-    """Finds every failing object below some roots; see :func:`find_problems`."""
+    """Finds every failing object below some roots; see :func:`find_problems`.
 
-    def __init__(self, protocol: int) -> None:
+    ``mode`` says what failing means: ``dump`` (pickling raises anything), ``load`` (it
+    pickles, but loading raises: :class:`UnpicklingFailed`) or ``hazard`` (pickling raises
+    :class:`RemovedPickling` under :func:`_simulating_hazards`). A ``load`` or ``hazard``
+    walker made ``after`` a dump walker cuts every object that one reported, so each fault is
+    reported by one walk only.
+    """
+
+    def __init__(self, protocol: int, mode: str = "dump", after: _Walker | None = None) -> None:
         self.protocol = protocol
+        self.mode = mode
+        self._probe = {"dump": _try_dump, "load": _try_roundtrip, "hazard": _try_hazard}[mode]
         self.problems: list[Problem] = []
         self.reported: set[int] = set()
-        self.judged: set[int] = set()  # every object probed or queued: cut out of later probes
+        # every object probed or queued: cut out of later probes
+        self.judged: set[int] = set(after.reported) if after is not None else set()
         self.deep_types: set[type] = set()  # types seen too deep to probe, link after link
-        self.keep: list[Any] = []  # children built by reducers stay alive so their ids stay unique
+        # children built by reducers stay alive so their ids stay unique
+        self.keep: list[Any] = [after.keep] if after is not None else []
         self.table = _dispatch_table(Payload())
         self.descriptors: dict[type, list] = {}
+        self.sites: dict = after.sites if after is not None else {}  # id(class) -> (class, site)
         self.budget = MAX_OBJECTS
         self.root = ""
 
@@ -703,13 +987,13 @@ class _Walker:
         if not items:
             return []
         if len(items) > 8:
-            if _try_dump(None, self.protocol, self.judged, group=[it.obj for it in items]) is None:
+            if self._probe(None, self.protocol, self.judged, group=[it.obj for it in items]) is None:
                 return []
             mid = len(items) // 2
             return self.failing(items[:mid]) + self.failing(items[mid:])
         out = []
         for it in items:
-            exc = _try_dump(it.obj, self.protocol, self.judged)
+            exc = self._probe(it.obj, self.protocol, self.judged)
             if exc is not None:
                 it.exc = exc
                 if isinstance(exc, RecursionError):
@@ -841,13 +1125,13 @@ class _Walker:
         self.judged.add(id(obj))
         self.keep.append(obj)
         item = _Item(obj, name, None, None)
-        item.exc = _try_dump(obj, self.protocol, earlier)
+        item.exc = self._probe(obj, self.protocol, earlier)
         if item.exc is None:
             return
         item.deep = isinstance(item.exc, RecursionError)
         self.run(item)
         # What is left once everything reported is fixed: too deep, or failing only as a whole.
-        left = _try_dump(obj, self.protocol, earlier | self.reported)
+        left = self._probe(obj, self.protocol, earlier | self.reported)
         if isinstance(left, RecursionError):
             self.report_depth(item, left, earlier)
         elif left is not None and len(self.problems) == before and id(obj) not in self.reported:
@@ -884,7 +1168,7 @@ class _Walker:
         kids = self.children(obj)
         if kids is None:  # saved by reference (a function or class), or a reduce string
             if item.exc is None:
-                item.exc = _try_dump(obj, self.protocol, self.judged)
+                item.exc = self._probe(obj, self.protocol, self.judged)
             if item.exc is not None:
                 self.report(item)
             return []
@@ -905,7 +1189,7 @@ class _Walker:
         walk_on = [it for it in fresh if it.deep or id(it) in bad]
         if not walk_on and not item.deep:
             # No child fails on its own (or they are judged elsewhere): is it itself at fault?
-            exc = _try_dump(obj, self.protocol, self.judged)
+            exc = self._probe(obj, self.protocol, self.judged)
             if exc is not None:
                 self.report(item, exc)
         return walk_on
@@ -1031,16 +1315,34 @@ class _Walker:
         except BaseException as err:  # noqa: BLE001 - a hostile __class__ or __qualname__
             reraise_if_interrupted(err)
             label, qualname, within = label or "other", "", item.within
+        if isinstance(exc, (TemporaryStorageError, RemovedPickling)):
+            exc_type = type(exc).__mro__[1].__name__ if isinstance(exc, RemovedPickling) else type(exc).__name__
+        elif isinstance(exc, UnpicklingFailed):
+            exc_type = _type_name(exc.cause)
+        else:
+            exc_type = _type_name(exc)
+        file, line = _sites.site_along(obj, _enclosing(item), self.sites)
         self.problems.append(Problem(
             path=_path(item),
             type=_type_name(obj),
             message=message,
-            exc_type=type(exc).__name__ if isinstance(exc, TemporaryStorageError) else _type_name(exc),
+            exc_type=exc_type,
             label=label,
             within=within,
             root=self.root,
             qualname=qualname if isinstance(qualname, str) else "",
+            file=file,
+            line=line,
+            breaks_on=exc.breaks_on if isinstance(exc, RemovedPickling) else None,
         ))
+
+
+def _enclosing(item: _Item) -> Iterator[Any]:
+    """The objects holding ``item``'s object, innermost first, out to its root."""
+    node = item.parent
+    while node is not None:
+        yield node.obj
+        node = node.parent
 
 
 def _stored_attr(obj: Any, name: str) -> Any:
@@ -1076,13 +1378,21 @@ def _collapse(problems: list[Problem]) -> list[Problem]:
     return [notes.get(id(p), p) for p in problems if id(p) in kept]
 
 
-def find_problems(roots: Mapping[str, Any], protocol: int = PROTOCOL) -> list[Problem]:
+def find_problems(roots: Mapping[str, Any], protocol: int = PROTOCOL, *, load: bool = False,
+                  hazards: bool = False) -> list[Problem]:
     """Every object below ``roots`` that ForkingPickler cannot pickle, in the order found.
 
     Args:
         roots: ``{root name: object}``, e.g. ``{"dataset": ds, "collate_fn": fn}``; each root
             name starts the paths of the problems found below it.
         protocol: pickle protocol used for probing (default 5).
+        load: also report every object that pickles but fails to load (label ``unpickle``,
+            message ``pickles, but unpickling in the worker fails: ...``, ``exc_type`` what
+            loading raised), found by a second walk of round trips (:func:`roundtrip`) with
+            the objects already reported cut out. Loading runs the objects' own code here.
+        hazards: also report every object that pickles here but not on a newer Python
+            (:data:`HAZARDS`; ``breaks_on`` set, ``exc_type`` ``TypeError``), found by a third
+            walk; none on a Python that is not older than the hazard.
 
     Returns:
         One :class:`Problem` per object at fault. An object reached from several paths is
@@ -1101,4 +1411,16 @@ def find_problems(roots: Mapping[str, Any], protocol: int = PROTOCOL) -> list[Pr
     with user_code_guard(), _spawning():
         for name, obj in roots.items():
             walker.walk(name, obj)
-    return _collapse(walker.problems)
+        problems = list(walker.problems)
+        if load:
+            loader = _Walker(protocol, "load", after=walker)
+            for name, obj in roots.items():
+                loader.walk(name, obj)
+            problems += loader.problems
+        if hazards and any(h.applies() for h in HAZARDS):
+            with _simulating_hazards():
+                newer = _Walker(protocol, "hazard", after=walker)
+                for name, obj in roots.items():
+                    newer.walk(name, obj)
+            problems += newer.problems
+    return _collapse(problems)

@@ -1,8 +1,10 @@
 """``harness diagnose`` on realistic user loaders (``tests/user_code``), as a user runs it.
 
 The expected problem paths are read off the loaders' code by hand (each loader's docstring
-states them and why). One test starts every loader under a real ``spawn`` start, in a fresh
-interpreter, and checks that diagnose's verdict is what really happens.
+states them and why), and so are their lines: the culprit's own definition (a lambda, a
+``def``, a class), else the nearest enclosing user-defined class on the path. One test starts
+every loader under a real ``spawn`` start, in a fresh interpreter, and checks that diagnose's
+verdict is what really happens.
 """
 
 from __future__ import annotations
@@ -21,44 +23,47 @@ USER = Path(__file__).parent / "user_code"
 CASES = discover().by_id()
 
 
-# target → {path: expected catalogue case}; paths from the loaders' code, cases from the
-# catalogue's descriptions of the same mechanism.
+# target → {path: (expected catalogue case, line)}; paths and lines from the loaders' code,
+# cases from the catalogue's descriptions of the same mechanism. Lines: a lambda's or a def's
+# own line, a local class's ``class`` line; an open file, a lock, a generator, a connection or
+# a torch.Generator at the ``class`` line of the user's class holding it.
 UNSAFE = {
     "loader_nested.py:make_loader": {
-        "dataset.transform.transforms[2]": "transform-lambda",
-        "dataset.ops['flip']": "transform-lambda",
+        "dataset.transform.transforms[2]": ("transform-lambda", 30),
+        "dataset.ops['flip']": ("transform-lambda", 31),
     },
     "loader_partial.py:make_loader": {
-        "collate_fn.func": "transform-partial-local",
-        "collate_fn.keywords['key']": "collate-fn-lambda",
+        "collate_fn.func": ("transform-partial-local", 22),  # def sorted_pad
+        "collate_fn.keywords['key']": ("collate-fn-lambda", 26),
     },
     "loader_closure.py:make_loader": {
-        "dataset.transform": "transform-closure-captures-local",
-        "worker_init_fn": "worker-init-fn-local",
+        "dataset.transform": ("transform-closure-captures-local", 29),  # def standardise
+        "worker_init_fn": ("worker-init-fn-local", 32),  # def seed_worker
     },
-    "loader_local_class.py:make_loader": {"dataset.__class__": "dataset-class-in-function"},
-    "loader_zip.py:make_loader": {
-        "dataset.archive.fp": "dataset-zip-archive",
-        "dataset.archive._lock": "dataset-zip-archive",
+    "loader_local_class.py:make_loader": {"dataset.__class__": ("dataset-class-in-function", 12)},
+    "loader_zip.py:make_loader": {  # class ZipImages
+        "dataset.archive.fp": ("dataset-zip-archive", 25),
+        "dataset.archive._lock": ("dataset-zip-archive", 25),
     },
-    "loader_sqlite.py:make_loader": {"dataset.db.conn": "dataset-sqlite-connection"},
-    "loader_generator.py:make_loader": {"dataset.files": "dataset-generator"},
+    "loader_sqlite.py:make_loader": {"dataset.db.conn": ("dataset-sqlite-connection", 15)},  # class LabelStore
+    "loader_generator.py:make_loader": {"dataset.files": ("dataset-generator", 13)},  # class FileStream
     "loader_several.py:make_loader": {
-        "dataset.transform.transforms[1]": "dataset-lambda-attribute",
-        "dataset.index_file": "dataset-open-file",
-        "dataset.np_module": "dataset-module-object",
-        "dataset.cache.lock": "dataset-lock",
-        "collate_fn.__self__.sort_key": "collate-fn-lambda",
+        "dataset.transform.transforms[1]": ("dataset-lambda-attribute", 41),
+        "dataset.index_file": ("dataset-open-file", 39),  # class Records
+        "dataset.np_module": ("dataset-module-object", 39),
+        "dataset.cache.lock": ("dataset-lock", 25),  # class Cache
+        "collate_fn.__self__.sort_key": ("collate-fn-lambda", 33),
     },
     "loader_slots.py:make_dataset": {
-        "dataset.spec.fn": "dataset-lambda-attribute",
-        "dataset.handler.lock": "dataset-log-handler",
-        "dataset.handler.stream": "dataset-log-handler",
+        "dataset.spec.fn": ("dataset-lambda-attribute", 25),
+        "dataset.handler.lock": ("dataset-log-handler", 23),  # class Logged (the handler is logging's)
+        "dataset.handler.stream": ("dataset-log-handler", 23),
     },
-    "loader_context.py:make_dataset": {"dataset.seen._lock": "value-fork-context-spawn-loader"},
-    "loader_torch_generator.py:make_loader": {"dataset.rng": "dataset-torch-generator"},
-    "loader_windows.py:make_loader": {"indices[0]": "sampler-index-unpicklable"},
+    "loader_context.py:make_dataset": {"dataset.seen._lock": ("value-fork-context-spawn-loader", 15)},
+    "loader_torch_generator.py:make_loader": {"dataset.rng": ("dataset-torch-generator", 14)},  # class Noisy
+    "loader_windows.py:make_loader": {"indices[0]": ("sampler-index-unpicklable", 14)},  # class Window
 }
+PROBLEM_KEYS = ["path", "type", "message", "case", "fix", "file", "line"]
 SAFE = ["loader_safe.py:make_loader", "loader_numpy.py:dataset"]
 
 
@@ -69,7 +74,8 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("target", sorted(UNSAFE))
-def test_unsafe_loaders_report_every_path_with_its_case(capsys, target):
+def test_unsafe_loaders_report_every_path_with_its_case_and_line(capsys, monkeypatch, target):
+    monkeypatch.chdir(USER)  # files are shown relative to the current directory
     rc, out, _ = run(capsys, str(USER / target), "--json")
     assert rc == 1
     result = json.loads(out)
@@ -80,19 +86,21 @@ def test_unsafe_loaders_report_every_path_with_its_case(capsys, target):
     got = {p["path"]: p for p in result["problems"]}
     assert sorted(got) == sorted(expected)
     assert len(result["problems"]) == len(expected)  # no path twice
-    for path, want in expected.items():
+    for path, (want, line) in expected.items():
         p = got[path]
-        assert set(p) == {"path", "type", "message", "case", "fix"}
+        assert list(p) == PROBLEM_KEYS
         assert p["message"]
         assert p["case"] == want, path
         assert p["fix"] == CASES[want].fix
+        assert (p["file"], p["line"]) == (target.split(":")[0], line), path
 
 
-def test_json_has_exactly_the_documented_keys(capsys):
+def test_json_has_exactly_the_documented_keys(capsys, monkeypatch):
+    monkeypatch.chdir(USER.parent.parent)
     rc, out, _ = run(capsys, str(USER / "loader_sqlite.py:make_loader"), "--json", "--method", "forkserver")
     result = json.loads(out)
     assert rc == 1
-    assert list(result) == ["target", "method", "safe", "problems", "payload_bytes", "num_workers"]
+    assert list(result) == ["target", "method", "safe", "problems", "hazards", "payload_bytes", "num_workers"]
     assert result["target"] == str(USER / "loader_sqlite.py:make_loader")
     assert result["method"] == "forkserver"
     assert result["num_workers"] == 2
@@ -102,7 +110,10 @@ def test_json_has_exactly_the_documented_keys(capsys):
         "message": "cannot pickle 'sqlite3.Connection' object",
         "case": "dataset-sqlite-connection",
         "fix": "dataset-sqlite-lazy",
+        "file": "tests/user_code/loader_sqlite.py",  # relative to the current directory, the checkout
+        "line": 15,
     }]
+    assert result["hazards"] == []
 
 
 def test_loader_num_workers_is_reported(capsys):
@@ -134,11 +145,13 @@ def test_large_numpy_payload_is_counted(capsys):
     assert "x 2 workers" in out  # a bare dataset is diagnosed as DataLoader(dataset, num_workers=2)
 
 
-def test_human_output_lists_path_type_message_and_fix(capsys):
+def test_human_output_lists_path_type_message_and_fix(capsys, monkeypatch):
+    monkeypatch.chdir(USER.parent.parent)
     rc, out, _ = run(capsys, str(USER / "loader_nested.py:make_loader"))
     assert rc == 1
     assert "UNSAFE under spawn: 2 objects cannot be sent to a worker" in out
     assert "1. dataset.transform.transforms[2]" in out
+    assert "at:      tests/user_code/loader_nested.py:30" in out
     assert "type:    function" in out
     assert "Can't pickle local object 'make_loader.<locals>.<lambda>'" in out
     assert "matches case transform-lambda; fix: transform-toplevel-def (" in out

@@ -50,13 +50,15 @@ def test_reduce_raising_a_base_exception_is_a_finding(capsys, factory, exc_type,
     assert "Traceback" not in out + err
 
 
-def test_reduce_raising_a_base_exception_in_json(capsys):
+def test_reduce_raising_a_base_exception_in_json(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
     rc, out, _ = run(capsys, str(USER / "hostile_raises.py:exit_0"), "--json")
     assert rc == 1
     result = json.loads(out)
     assert result["safe"] is False
     assert result["problems"] == [{"path": "dataset.bomb", "type": "hostile_raises.Raises", "message": "0",
-                                   "case": None, "fix": None}]
+                                   "case": None, "fix": None,
+                                   "file": "tests/user_code/hostile_raises.py", "line": 20}]  # class Raises
 
 
 def test_escape_sequences_from_user_code_do_not_reach_the_terminal(capsys):
@@ -67,15 +69,19 @@ def test_escape_sequences_from_user_code_do_not_reach_the_terminal(capsys):
 
 
 @pytest.mark.parametrize("factory, expected", [
-    # __setstate__ raises SystemExit(7) when the worker unpickles the index
+    # __setstate__ raises SystemExit(7) when the worker unpickles the index: at class Unpicklable
     ("setstate_exits", {"path": "indices", "type": "hostile_raises.Unpicklable", "message":
                         "pickles, but unpickling in the worker fails: SystemExit: 7",
-                        "case": "sampler-index-unpicklable", "fix": "sampler-index-getnewargs"}),
-    # the dataset's __len__ raises KeyboardInterrupt while the sampler draws: not a Ctrl-C
+                        "case": "sampler-index-unpicklable", "fix": "sampler-index-getnewargs",
+                        "file": "tests/user_code/hostile_raises.py", "line": 63}),
+    # the dataset's __len__ raises KeyboardInterrupt while the sampler draws: not a Ctrl-C; torch's
+    # samplers have no site in user code, so it is placed at the dataset, class LenInterrupts
     ("len_interrupts", {"path": "indices", "type": "torch.utils.data.sampler.BatchSampler", "message":
-                        "drawing the first indices raised KeyboardInterrupt", "case": None, "fix": None}),
+                        "drawing the first indices raised KeyboardInterrupt", "case": None, "fix": None,
+                        "file": "tests/user_code/hostile_raises.py", "line": 96}),
 ])
-def test_indices_that_exit_or_interrupt_are_a_finding(capsys, factory, expected):
+def test_indices_that_exit_or_interrupt_are_a_finding(capsys, monkeypatch, factory, expected):
+    monkeypatch.chdir(ROOT)
     rc, out, err = run(capsys, str(USER / f"hostile_raises.py:{factory}"), "--json")
     assert rc == 1, err
     assert json.loads(out)["problems"] == [expected]

@@ -40,6 +40,32 @@ def test_assert_spawn_safe_lists_every_path(user_modules):
                  "dataset.cache.lock", "collate_fn.__self__.sort_key"):
         assert f"  {path}: " in text
     assert "[case dataset-open-file; fix: dataset-open-file-lazy (" in text
+    # Each line ends with where the culprit is defined, relative to the current directory.
+    where = os.path.relpath(USER / "loader_several.py").replace(os.sep, "/")
+    lambda_line = next(line for line in text.splitlines() if line.startswith("  dataset.transform.transforms[1]: "))
+    assert lambda_line.endswith(f" at {where}:41")
+    file_line = next(line for line in text.splitlines() if line.startswith("  dataset.index_file: "))
+    assert file_line.endswith(f" at {where}:39")  # an open file: at class Records, which holds it
+
+
+def test_assert_spawn_safe_fails_on_what_a_worker_cannot_load_or_send_back(user_modules):
+    with pytest.raises(AssertionError) as info:
+        harness.assert_spawn_safe(user_modules("loader_getattr").make_loader())
+    lines = str(info.value).splitlines()
+    assert lines[0] == "1 object cannot make the round trip to a spawn worker and back:"
+    assert lines[1].startswith("  dataset: loader_getattr.Forwarding: pickles, but unpickling in the worker fails: "
+                               "RecursionError: maximum recursion depth exceeded at ")
+    assert lines[1].endswith("loader_getattr.py:24")
+    with pytest.raises(AssertionError, match=r"  batch\.__class__: type: Can't pickle <class 'collate_same_name\.Batch'>"):
+        harness.assert_spawn_safe(user_modules("collate_same_name").make_loader())
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="on 3.14 it is a failure, not a warning")
+def test_assert_spawn_safe_warns_of_what_a_newer_python_will_not_pickle(user_modules):
+    with pytest.warns(UserWarning, match=r"breaks on Python 3\.14: dataset\.augmentations: itertools\.cycle: ") as seen:
+        result = harness.assert_spawn_safe(user_modules("loader_itertools").make_loader())
+    assert result.safe
+    assert str(seen[0].message).endswith("loader_itertools.py:23")
 
 
 def test_assert_spawn_safe_accepts_a_dataset_and_platform_aliases(user_modules):

@@ -7,6 +7,7 @@ keeps two real runs; the rest are marked ``catalogue``.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -28,8 +29,9 @@ def test_missing_guard_replayed_as_windows(capsys):
     rc, out, _ = run(capsys, str(USER / "no_guard.py"), "--method", "windows", "--json")
     result = json.loads(out)
     assert rc == 1
-    assert list(result) == ["script", "method", "outcome", "kind", "root_cause", "duration_s", "hint"]
+    assert list(result) == ["script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "note"]
     assert result["method"] == "spawn"  # Windows' only start method
+    assert result["note"] is None  # windows is no Python version
     assert (result["outcome"], result["kind"]) == ("error", "bootstrap")
     assert "bootstrapping phase" in result["root_cause"]
     assert "entry-no-main-guard" in result["hint"]
@@ -154,3 +156,66 @@ def test_classify_command_reads_a_pasted_traceback(tmp_path, capsys):
     assert main(["classify", str(tmp_path / "missing.txt")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"harness classify: {tmp_path / 'missing.txt'}: cannot read: No such file or directory"
+
+
+# What the queue feeder thread of a worker printed when collate_same_name.py's batch could not go
+# back (harness reproduce under fork, Python 3.11, torch 2.13; the run hung until its timeout).
+_FEEDER_STDERR = """Traceback (most recent call last):
+  File "/root/.pyenv/versions/3.11.7/lib/python3.11/multiprocessing/queues.py", line 244, in _feed
+    obj = _ForkingPickler.dumps(obj)
+          ^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/root/.pyenv/versions/3.11.7/lib/python3.11/multiprocessing/reduction.py", line 51, in dumps
+    cls(buf, protocol).dump(obj)
+_pickle.PicklingError: Can't pickle <class '__main__.Batch'>: it's not the same object as __main__.Batch
+"""
+_BATCH_HINT = "a worker's batch could not be pickled on its way back to the main process"
+
+
+def test_a_hang_after_a_feeder_pickling_error_says_the_batch_could_not_come_back():
+    from harness._classify import Verdict
+    from harness._reproduce import hint_for
+
+    root = _FEEDER_STDERR.strip().splitlines()[-1]
+    hint = hint_for(Verdict("hang", None, "timed out; process group killed", root), 10, _FEEDER_STDERR)
+    assert hint.startswith(_BATCH_HINT)
+    assert "under every start method, fork included" in hint
+    assert "\n" not in hint
+    # The root cause alone is enough for a hang; a hang with no pickling error keeps the generic hint.
+    assert hint_for(Verdict("hang", None, "timed out", root), 10).startswith(_BATCH_HINT)
+    assert hint_for(Verdict("hang", None, "timed out", ""), 10, "").startswith("the run did not finish after 10 s")
+    # A start that fails on the same message in the parent is about what is sent, not the batch.
+    start = "_pickle.PicklingError: Can't pickle <class 'x.Batch'>: it's not the same object as x.Batch"
+    assert not hint_for(Verdict("error", "pickle", start, start)).startswith(_BATCH_HINT)
+
+
+def test_classify_names_a_pasted_feeder_traceback_as_a_batch_that_could_not_come_back(tmp_path, capsys):
+    pasted = tmp_path / "feeder.txt"
+    pasted.write_text(_FEEDER_STDERR, encoding="utf-8")
+    assert main(["classify", str(pasted), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "pickle"
+    assert out["hint"].startswith(_BATCH_HINT)
+
+
+def test_a_platform_of_another_python_says_what_it_does_not_replay():
+    from harness._reproduce import python_note
+
+    assert python_note("linux-py3.14", (3, 11)) == (
+        "--method linux-py3.14 on Python 3.11 applies Python 3.14's start method (forkserver), not Python 3.14's "
+        "pickling rules; run on Python 3.14 for those (harness diagnose lists what it will no longer pickle as hazards)")
+    assert python_note("linux", (3, 14)) == (
+        "--method linux on Python 3.14 applies Python 3.13's start method (fork), not Python 3.13's pickling rules; "
+        "run on Python 3.13 for those")
+    for same in (("linux-py3.14", (3, 14)), ("linux", (3, 12)), ("spawn", (3, 11)), ("windows", (3, 11)),
+                 ("macos", (3, 14))):
+        assert python_note(*same) is None, same
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="3.14 replays itself")
+def test_reproduce_as_linux_py314_on_an_older_python_prints_the_note(capsys):
+    rc, out, _ = run(capsys, str(USER / "clean.py"), "--method", "linux-py3.14", "--timeout", "60")
+    lines = out.splitlines()
+    assert rc == 0
+    assert lines[0].startswith(f"{USER / 'clean.py'} under linux-py3.14 (forkserver): pass after ")
+    assert lines[1].startswith("note: --method linux-py3.14 on Python 3.")
+    assert "applies Python 3.14's start method (forkserver), not Python 3.14's pickling rules" in lines[1]
