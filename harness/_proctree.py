@@ -10,9 +10,9 @@ machine (about 5 ms) while ``memory_full_info()`` walks the worker's page tables
 short workers were missed. So a :class:`TreeSampler` samples on its own background thread
 every :data:`FAST_INTERVAL_S`, finds children through ``/proc/PID/task/TID/children`` on
 Linux (``proc(5)``; psutil elsewhere), reads RSS from ``/proc/PID/statm`` (psutil's
-``memory_info``), and reads USS (private memory, psutil's ``memory_full_info``) once when
-a process is first seen, then every :data:`USS_YOUNG_INTERVAL_S` during its first
-:data:`USS_YOUNG_S` and every :data:`USS_INTERVAL_S` after that.
+``memory_info``), and reads USS (private memory, psutil's ``memory_full_info``) when a
+process is first seen, often while it is young, then less and less often
+(:meth:`TreeSampler._uss_due`).
 
 The cadence follows the tree (:meth:`TreeSampler.interval`): every 10 ms while processes
 appear or end, every 50 ms once the tree has been stable for half a second, every 250 ms once
@@ -59,28 +59,32 @@ BUSY_S = 0.5
 #: :data:`USS_SETTLED_INTERVAL_S`.
 SETTLED_INTERVAL_S = 0.25
 SETTLED_S = 3.0
+#: Seconds a cell with no descendant yet is sampled at the fast rate (a fresh interpreter
+#: imports torch and the case before its first, possibly very short, worker starts).
+FIRST_CHILD_WAIT_S = 10.0
 USS_SETTLED_INTERVAL_S = 2.0
-#: Seconds between two USS readings of one process (each walks its page tables, about 4 ms
-#: for a torch process): often while the process is young (short workers), then rarely.
-USS_INTERVAL_S = 0.5
-USS_YOUNG_INTERVAL_S = 0.1
+#: Seconds between two USS readings of one process (each walks its page tables, about 4 ms for
+#: a torch process; see :meth:`TreeSampler._uss_due`).
+USS_INTERVAL_S = 0.25
 USS_YOUNG_S = 0.5
-#: RSS growth (bytes, and at least a quarter) that triggers an early USS reading, at most
-#: every :data:`FAST_USS_S` seconds.
-USS_GROWTH_BYTES = 4 << 20
 FAST_USS_S = 0.04
+#: Every this many samples, the children of every thread are read, not only the main thread's.
+ALL_THREADS_EVERY = 5
 #: Seconds after a process is first seen during which its command line is re-read (an exec).
 EXEC_WINDOW_S = 2.0
 
 
-def _linux_children(pid: int) -> list[int] | None:
+def _linux_children(pid: int, main_thread_only: bool = False) -> list[int] | None:
     """Direct children of ``pid`` from ``/proc/PID/task/*/children``; ``None`` if unavailable.
 
     The file lists the children each thread created (``proc(5)``, Linux 3.5+ with
     ``CONFIG_PROC_CHILDREN``); reading it costs microseconds, where psutil scans all of /proc.
+    ``main_thread_only`` reads the main thread's file alone (one read instead of one per
+    thread; torch processes run several): the children a process starts from other threads
+    are then missed until the next full read.
     """
     try:
-        tids = os.listdir(f"/proc/{pid}/task")
+        tids = [str(pid)] if main_thread_only else os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
         return []
     except OSError:
@@ -105,14 +109,13 @@ _FAST_CHILDREN = sys.platform.startswith("linux") and _linux_children(os.getpid(
 class _Seen:
     """Peaks of one process, restarted when its command line changes (it exec'd)."""
 
-    __slots__ = ("cmd", "rss", "uss", "uss_at", "rss_at_uss", "born", "helper")
+    __slots__ = ("cmd", "rss", "uss", "uss_at", "born", "helper")
 
     def __init__(self, cmd: str, direct: bool, now: float) -> None:
         self.cmd = cmd
         self.rss = 0
         self.uss = 0
         self.uss_at = -1.0
-        self.rss_at_uss = 0  # RSS at the last USS reading
         self.born = now
         # Only the cell's own children can be helpers: forkserver workers are forked by the
         # server and keep its command line.
@@ -162,6 +165,7 @@ class TreeSampler:
         self._seen: dict[int, _Seen] = {}
         self._stop = threading.Event()
         self._last_pids: frozenset[int] = frozenset()
+        self._samples = 0
         self._changed_at = self._started
         try:
             self._proc: psutil.Process | None = psutil.Process(pid)
@@ -214,9 +218,13 @@ class TreeSampler:
         if _FAST_CHILDREN:
             out: list[tuple[int, bool]] = []
             todo = [self.cell_pid]
+            # Every thread's children on every ALL_THREADS_EVERY-th sample; the main thread's
+            # (where multiprocessing starts workers and helpers) on the others.
+            self._samples += 1
+            main_only = self._samples % ALL_THREADS_EVERY != 0
             while todo:
                 parent = todo.pop()
-                kids = _linux_children(parent)
+                kids = _linux_children(parent, main_thread_only=main_only)
                 if kids is None:
                     break
                 out.extend((k, parent == self.cell_pid) for k in kids)
@@ -267,8 +275,11 @@ class TreeSampler:
     def interval(self, now: float) -> float:
         """Seconds to the next sample: :data:`FAST_INTERVAL_S` while the tree changes (a
         process appeared or ended in the last :data:`BUSY_S` seconds, or the cell is that
-        young), :data:`SETTLED_INTERVAL_S` once it has not changed for :data:`SETTLED_S`,
+        young) and until the cell's first descendant appears (at most
+        :data:`FIRST_CHILD_WAIT_S`), :data:`SETTLED_INTERVAL_S` once it has not changed for :data:`SETTLED_S`,
         else :data:`SLOW_INTERVAL_S`."""
+        if not self._seen and now - self._started < FIRST_CHILD_WAIT_S:
+            return FAST_INTERVAL_S  # the first workers may come only after the case's imports
         calm = now - self._changed_at
         return FAST_INTERVAL_S if calm < BUSY_S else SLOW_INTERVAL_S if calm < SETTLED_S else SETTLED_INTERVAL_S
 
@@ -332,18 +343,28 @@ class TreeSampler:
         if seen.helper:
             return
         seen.rss = max(seen.rss, rss)
-        age = now - seen.born
-        every = USS_YOUNG_INTERVAL_S if age < USS_YOUNG_S else USS_INTERVAL_S if age < SETTLED_S else USS_SETTLED_INTERVAL_S
-        # Private memory grows with RSS: a process whose RSS grew by a quarter (at least 4 MiB)
-        # since the last reading is read again soon, however old (a short fork worker filling
-        # its buffers, a worker importing torch); a steady one only on the clock.
-        grew = rss >= max(seen.rss_at_uss * 1.25, seen.rss_at_uss + USS_GROWTH_BYTES) and now - seen.uss_at >= FAST_USS_S
-        if grew or now - seen.uss_at >= every:
-            seen.uss_at, seen.rss_at_uss = now, rss
+        if self._uss_due(seen, now):
+            seen.uss_at = now
             try:
                 seen.uss = max(seen.uss, getattr(proc.memory_full_info(), "uss", 0))
             except (psutil.Error, OSError):
                 pass
+
+    @staticmethod
+    def _uss_due(seen: _Seen, now: float) -> bool:
+        """Whether to read a process's USS now (each reading walks its page tables, about 4 ms
+        for a torch process, the sampler's main cost).
+
+        When a process is first seen, then every :data:`FAST_USS_S` while it is young
+        (:data:`USS_YOUNG_S`: short fork workers), every :data:`USS_INTERVAL_S` until it is
+        :data:`SETTLED_S` old, and every :data:`USS_SETTLED_INTERVAL_S` after that (a
+        long-lived worker's private memory has settled by then).
+        """
+        if seen.uss_at < 0:
+            return True
+        age = now - seen.born
+        every = FAST_USS_S if age < USS_YOUNG_S else USS_INTERVAL_S if age < SETTLED_S else USS_SETTLED_INTERVAL_S
+        return now - seen.uss_at >= every
 
 
 def _sample_loop(ref: weakref.ref, stop: threading.Event) -> None:
