@@ -20,6 +20,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import jsonschema
@@ -181,6 +182,12 @@ def _jsonable(value):
     return value
 
 
+@cache
+def _case_validator() -> jsonschema.Draft202012Validator:
+    """The ``CASE`` schema's validator, built once per process (not once per case module)."""
+    return jsonschema.Draft202012Validator(schema("case"))
+
+
 def _check_case(meta: dict, path: Path) -> None:
     """Validate ``CASE`` against ``harness/schemas/case.schema.json``.
 
@@ -190,8 +197,7 @@ def _check_case(meta: dict, path: Path) -> None:
     Raises:
         CatalogueError: one line naming ``path``, the key (``CASE['script']``) and the problem.
     """
-    validator = jsonschema.Draft202012Validator(schema("case"))
-    err = jsonschema.exceptions.best_match(validator.iter_errors(_jsonable(meta)))
+    err = jsonschema.exceptions.best_match(_case_validator().iter_errors(_jsonable(meta)))
     if err is None:
         return
     path_parts = list(err.absolute_path)
