@@ -348,7 +348,7 @@ def _table(result: dict) -> None:
              ("cpu_ratio = wall_s / cpu_floor_s", f"{result['cpu_ratio']:.3f}" if result["cpu_ratio"] else "-",
               f"<= {TARGETS['cpu_ratio']}")]
     if result["overhead_cpu_s"] is not None:
-        rows += [("overhead_cpu_s (harness, template, watchdog)",
+        rows += [("overhead_cpu_s (harness, template, watchdog, reports)",
                   f"{result['overhead_cpu_s']:.1f} ({100 * (result['overhead_fraction'] or 0):.1f} % of cpu_s)",
                   f"<= {100 * TARGETS['overhead_fraction']:.0f} %")]
     if result["incremental_s"] is not None:

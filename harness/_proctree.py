@@ -19,6 +19,15 @@ appear or end, every 50 ms once the tree has been stable for half a second, ever
 stable for 3 s (a hang, a long steady loader), and a process's command line is re-read only in
 its first seconds (when a spawn child execs). Sampling a stable torch tree at the fast rate
 cost about 8 % of a core per running cell; adaptively, under 2 %.
+
+**Self-reported peaks** (Linux). Reading USS was still most of the harness's own CPU, so every
+Python process of a cell now reports its own peak when it ends (``harness/_cellsite/
+_harness_cell_peaks.py``: ``VmHWM``, the kernel's exact high-water mark of its resident set,
+and one USS reading), and :meth:`TreeSampler.absorb` merges the reports
+(:func:`read_peak_reports`) into what was sampled. With reports the sampler reads USS only
+from processes older than :data:`REPORTED_USS_AFTER_S` (every
+:data:`USS_SETTLED_INTERVAL_S`): the fallback for a worker that dies by a signal (a crash, a
+hang killed at the timeout), which cannot report.
 """
 
 from __future__ import annotations
@@ -31,10 +40,12 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable
+from pathlib import Path
 
 import psutil
 
-__all__ = ["FAST_INTERVAL_S", "TreeSampler", "USS_INTERVAL_S", "kill_tree"]
+__all__ = ["FAST_INTERVAL_S", "PEAKS_ENV", "PeakReport", "TreeSampler", "USS_INTERVAL_S", "kill_tree",
+           "peak_report_cpu_s", "read_peak_reports"]
 
 # multiprocessing starts its helpers as ``python -c 'from multiprocessing.X import main; ...'``
 # (``multiprocessing.util.spawnv_passfds``); a looser match would take any process whose
@@ -72,6 +83,15 @@ FAST_USS_S = 0.04
 ALL_THREADS_EVERY = 5
 #: Seconds after a process is first seen during which its command line is re-read (an exec).
 EXEC_WINDOW_S = 2.0
+#: With self-reported peaks, the sampler reads a process's USS only once it is this old (a
+#: worker that lives longer may yet die by a signal and never report).
+REPORTED_USS_AFTER_S = 0.5
+#: Seconds a process that has not armed its report yet is left unread: a forked child arms at
+#: once, a spawn child once its interpreter has started (tens of ms); before that it is a copy
+#: of its parent or a bare interpreter, and reading it would be wasted.
+ARM_GRACE_S = 0.1
+#: The environment variable naming the folder a cell's processes report their peaks to.
+PEAKS_ENV = "HARNESS_CELL_PEAKS"
 
 
 def _linux_children(pid: int, main_thread_only: bool = False) -> list[int] | None:
@@ -109,10 +129,12 @@ _FAST_CHILDREN = sys.platform.startswith("linux") and _linux_children(os.getpid(
 class _Seen:
     """Peaks of one process, restarted when its command line changes (it exec'd)."""
 
-    __slots__ = ("cmd", "rss", "uss", "uss_at", "born", "helper")
+    __slots__ = ("cmd", "rss", "uss", "uss_at", "born", "helper", "reported", "armed")
 
     def __init__(self, cmd: str, direct: bool, now: float) -> None:
         self.cmd = cmd
+        self.armed = False  # it will report its own peaks at a clean exit
+        self.reported = False  # it left a birth marker or a peak report
         self.rss = 0
         self.uss = 0
         self.uss_at = -1.0
@@ -146,14 +168,18 @@ class TreeSampler:
             (psutil objects refuse to signal a recycled pid).
     """
 
-    def __init__(self, pid: int, background: bool | None = None) -> None:
+    def __init__(self, pid: int, background: bool | None = None, peaks: Path | None = None) -> None:
         """Start sampling ``pid``'s tree.
 
         Args:
             pid: the cell process.
             background: run the fast sampling thread; default: on Linux only.
+            peaks: the folder the cell's processes report their own peaks to (see
+                :meth:`absorb`): a process that left its ``armed-PID`` marker there has its
+                USS read only once older than :data:`REPORTED_USS_AFTER_S`.
         """
         self.pid = pid
+        self.peaks = peaks
         #: The process that runs the cell's Python: ``pid`` itself, or its only child when
         #: ``pid`` is a launcher stub (see :meth:`_see_through_launcher`).
         self.cell_pid = pid
@@ -190,7 +216,7 @@ class TreeSampler:
 
     def _workers(self) -> list[_Seen]:
         with self._lock:
-            return [s for pid, s in self._seen.items() if not s.helper and s.rss > 0]
+            return [s for pid, s in self._seen.items() if not s.helper and (s.rss > 0 or s.reported)]
 
     @property
     def worker_peak_rss(self) -> int:
@@ -203,7 +229,7 @@ class TreeSampler:
     @property
     def workers_seen(self) -> set[int]:
         with self._lock:
-            return {pid for pid, s in self._seen.items() if not s.helper and s.rss > 0}
+            return {pid for pid, s in self._seen.items() if not s.helper and (s.rss > 0 or s.reported)}
 
     # -- sampling --------------------------------------------------------------------------
 
@@ -343,7 +369,9 @@ class TreeSampler:
         if seen.helper:
             return
         seen.rss = max(seen.rss, rss)
-        if self._uss_due(seen, now):
+        if not seen.armed and self.peaks is not None:
+            seen.armed = os.path.exists(self.peaks / f"armed-{pid}")
+        if self._uss_due(seen, now, seen.armed if self.peaks is not None else None):
             seen.uss_at = now
             try:
                 seen.uss = max(seen.uss, getattr(proc.memory_full_info(), "uss", 0))
@@ -351,20 +379,139 @@ class TreeSampler:
                 pass
 
     @staticmethod
-    def _uss_due(seen: _Seen, now: float) -> bool:
+    def _uss_due(seen: _Seen, now: float, armed: bool | None = None) -> bool:
         """Whether to read a process's USS now (each reading walks its page tables, about 4 ms
         for a torch process, the sampler's main cost).
 
         When a process is first seen, then every :data:`FAST_USS_S` while it is young
         (:data:`USS_YOUNG_S`: short fork workers), every :data:`USS_INTERVAL_S` until it is
         :data:`SETTLED_S` old, and every :data:`USS_SETTLED_INTERVAL_S` after that (a
-        long-lived worker's private memory has settled by then).
+        long-lived worker's private memory has settled by then). With self-reported peaks
+        (``armed`` not ``None``): for an armed process, which reports its own USS at a clean
+        exit, only once it is :data:`REPORTED_USS_AFTER_S` old, then every
+        :data:`USS_SETTLED_INTERVAL_S`; for one not armed yet, as without reports but not in
+        its first :data:`ARM_GRACE_S`.
         """
+        age = now - seen.born
+        if armed is not None and not armed and age < ARM_GRACE_S:
+            return False
+        if armed:
+            # The process reports its own USS at a clean exit; this is the fallback for one
+            # that dies by a signal after living a while.
+            return age >= REPORTED_USS_AFTER_S and now - seen.uss_at >= USS_SETTLED_INTERVAL_S
         if seen.uss_at < 0:
             return True
-        age = now - seen.born
         every = FAST_USS_S if age < USS_YOUNG_S else USS_INTERVAL_S if age < SETTLED_S else USS_SETTLED_INTERVAL_S
         return now - seen.uss_at >= every
+
+    def absorb(self, reports: dict[int, PeakReport]) -> None:
+        """Merge what the cell's processes reported themselves (:func:`read_peak_reports`).
+
+        The cell process's report raises :attr:`parent_peak_rss`; a report of a direct child
+        that is one of multiprocessing's helpers is ignored; every other process is a worker,
+        counted even when it lived too briefly to be sampled, with its peak RSS (``VmHWM``,
+        the exact high-water mark) and USS taken as the larger of reported and sampled. A
+        process that only left its birth marker (it died before it could report) counts as
+        seen, with what was sampled of it.
+        """
+        with self._lock:
+            for pid, rep in self._in_tree(reports).items():
+                if pid == self.cell_pid:
+                    self.parent_peak_rss = max(self.parent_peak_rss, rep.peak_rss)
+                    continue
+                if rep.helper and rep.ppid == self.cell_pid:
+                    continue
+                seen = self._seen.get(pid)
+                if seen is None:
+                    seen = self._seen[pid] = _Seen("", False, self._started)
+                elif seen.helper:
+                    continue
+                seen.rss = max(seen.rss, rep.peak_rss)
+                seen.uss = max(seen.uss, rep.uss)
+                seen.reported = True
+
+
+    def _in_tree(self, reports: dict[int, PeakReport]) -> dict[int, PeakReport]:
+        """The reports of the cell process and of its descendants (by their parents at
+        start), never of another process that happened to inherit the cell's environment."""
+        tree = {self.cell_pid, *self._seen}
+        todo = dict(reports)
+        while True:
+            found = [pid for pid, rep in todo.items() if pid in tree or rep.ppid in tree]
+            if not found:
+                return {pid: reports[pid] for pid in tree if pid in reports}
+            for pid in found:
+                tree.add(pid)
+                del todo[pid]
+
+
+class PeakReport:
+    """One process's own report at exit (``harness/_cellsite/_harness_cell_peaks.py``).
+
+    Attributes:
+        ppid: its parent's pid (when it ended, or when it started for a birth marker alone).
+        peak_rss: ``VmHWM``, its peak resident set, bytes; 0 when it left only its birth
+            marker (it died before it could report).
+        uss: its private memory (USS) when it ended, bytes; 0 for a helper, the cell process,
+            or a birth marker alone.
+        cost_s: CPU seconds the report itself took in that process.
+        helper: it ran one of multiprocessing's helpers' command lines.
+    """
+
+    __slots__ = ("ppid", "peak_rss", "uss", "cost_s", "helper")
+
+    def __init__(self, ppid: int, peak_rss: int, uss: int, cost_s: float, helper: bool) -> None:
+        self.ppid, self.peak_rss, self.uss, self.cost_s, self.helper = ppid, peak_rss, uss, cost_s, helper
+
+
+_REPORT_CPU = [0.0]
+_REPORT_LOCK = threading.Lock()
+
+
+def _fields(path: Path) -> list[bytes]:
+    with open(path, "rb") as f:
+        return f.read(256).split()
+
+
+def read_peak_reports(folder: Path) -> dict[int, PeakReport]:
+    """What a cell's processes left in ``folder``, by pid: their exit reports (``peak-PID``)
+    and, for those that never reported, their start markers (``armed-PID``). Unreadable or
+    malformed files (a process killed while writing) are skipped. The reports' ``cost_s``
+    is added to :func:`peak_report_cpu_s`."""
+    out: dict[int, PeakReport] = {}
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    cost = 0.0
+    armed: dict[int, tuple[int, bool]] = {}  # pid -> (parent at its start, helper)
+    for name in names:
+        kind, _, pid_text = name.partition("-")
+        try:
+            pid = int(pid_text)
+            if kind == "peak":
+                _, ppid, hwm, uss, cost_s, helper = _fields(folder / name)
+                out[pid] = PeakReport(int(ppid), int(hwm), int(uss), float(cost_s), helper == b"1")
+                cost += out[pid].cost_s
+            elif kind == "armed":
+                ppid, helper = _fields(folder / name)
+                armed[pid] = (int(ppid), helper == b"1")
+        except (OSError, ValueError):
+            continue
+    for pid, (ppid, helper) in armed.items():
+        rep = out.setdefault(pid, PeakReport(ppid, 0, 0, 0.0, helper))
+        # The parent at its start: a process whose parent ended first is re-parented.
+        rep.ppid, rep.helper = ppid, helper
+    with _REPORT_LOCK:
+        _REPORT_CPU[0] += cost
+    return out
+
+
+def peak_report_cpu_s() -> float:
+    """CPU seconds this process's cells spent in their own peak reports so far (the harness's
+    overhead inside the cells)."""
+    with _REPORT_LOCK:
+        return _REPORT_CPU[0]
 
 
 def _sample_loop(ref: weakref.ref, stop: threading.Event) -> None:

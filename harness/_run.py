@@ -16,6 +16,7 @@ from harness._containment import watchdog_cpu_s
 from harness._inputs import InputHasher
 from harness._outcomes import METHODS
 from harness._policy import profile as _profile
+from harness._proctree import peak_report_cpu_s
 from harness._progress import Progress, say
 from harness._runner import (
     DEFAULT_WORKERS,
@@ -88,10 +89,12 @@ def _usable_cpus() -> int:
 def _overhead_cpu_s(template: Template | None) -> dict:
     """CPU seconds (user + system) the harness's own processes used so far: this process (its
     memory samplers, watchers, progress and saves), the warm template (not its cells) and the
-    containment watchdog; ``total`` is their sum. The cells and their workers are the work."""
+    containment watchdog, and the cells' processes' own memory-peak reports
+    (:func:`~harness._proctree.peak_report_cpu_s`); ``total`` is their sum. The rest of the
+    cells and their workers is the work."""
     own = os.times()
     parts = {"harness": own.user + own.system, "template": template.cpu_s() if template else 0.0,
-             "watchdog": watchdog_cpu_s()}
+             "watchdog": watchdog_cpu_s(), "reports": peak_report_cpu_s()}
     return {k: round(v, 3) for k, v in {**parts, "total": sum(parts.values())}.items()}
 
 

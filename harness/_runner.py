@@ -48,7 +48,7 @@ from harness._classify import (
 from harness._containment import child_env, reap_orphans, track, track_dir, untrack, untrack_dir
 from harness._outcomes import IN_PROCESS, matches_expectation
 from harness._policy import Platform, available_methods, current_os, platform_of, profile
-from harness._proctree import TreeSampler, kill_tree
+from harness._proctree import PEAKS_ENV, TreeSampler, kill_tree, read_peak_reports
 from harness._template import Template, TemplateError, WarmChild, warm_available
 
 __all__ = [
@@ -222,6 +222,10 @@ class emulated_temp_dir:  # noqa: N801 - used like a function returning a handle
 
 #: The start-up hook every new interpreter in a cell imports (see its module docstring).
 CELL_SITE_DIR = Path(__file__).with_name("_cellsite")
+#: The folder, inside a cell's work folder, its processes report their memory peaks to.
+PEAKS_FOLDER = "peaks"
+#: Whether a cell's processes report their own memory peaks (Linux: ``/proc/self``).
+SELF_REPORTED_PEAKS = sys.platform.startswith("linux")
 
 
 def cell_env(spec: CellSpec, workdir: Path, stderr_path: Path) -> dict[str, str]:
@@ -238,6 +242,7 @@ def cell_env(spec: CellSpec, workdir: Path, stderr_path: Path) -> dict[str, str]
     env["HARNESS_CELL_METHOD"] = spec.method
     env["HARNESS_CELL_WORKERS"] = str(spec.num_workers)
     env["HARNESS_CELL_STDERR"] = str(stderr_path)
+    env[PEAKS_ENV] = str(workdir / PEAKS_FOLDER)
     env.pop("HARNESS_SHARING_STRATEGY", None)
     if spec.profile:
         env["HARNESS_SHARING_STRATEGY"] = profile(spec.profile).sharing_strategy
@@ -428,6 +433,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
     args = [json.dumps(spec.to_child()), str(result_path)]
     stdout_path.touch()
     stderr_path.touch()
+    (workdir / PEAKS_FOLDER).mkdir()
     child: WarmChild | _FreshChild
     if template is not None and not template.failed:
         try:
@@ -456,7 +462,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=workdir, env=env, **kwargs,
             ))
     track(child.pid)
-    sampler = TreeSampler(child.pid)
+    sampler = TreeSampler(child.pid, peaks=workdir / PEAKS_FOLDER if SELF_REPORTED_PEAKS else None)
     # A sampler with its own thread (Linux) samples at its own cadence; else sample here.
     self_sampling = getattr(sampler, "_thread", None) is not None
     timed_out = False
@@ -499,6 +505,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
         except (OSError, json.JSONDecodeError):
             result = None
     stderr = _read_tail(stderr_path, STDERR_READ_BYTES)
+    sampler.absorb(read_peak_reports(workdir / PEAKS_FOLDER))
     _remove_workdir(workdir)
     return CellRun(
         observation=Observation(child.returncode, timed_out, result, stderr),

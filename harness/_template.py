@@ -225,6 +225,22 @@ def _become_cell(req: dict) -> None:
     os._exit(code)
 
 
+def _install_peak_reports() -> None:
+    """Load the start-up hook's peak reporter under its own top-level name, as a fresh cell's
+    ``sitecustomize`` does, and install it: each cell forked from here, and its fork workers,
+    then report their peaks at exit (``harness/_cellsite/_harness_cell_peaks.py``)."""
+    import importlib.util
+
+    name = "_harness_cell_peaks"
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_cellsite") / f"{name}.py")
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    module.install()
+
+
 def _serve(fd: int) -> None:
     """The template's main loop on control socket ``fd``; forked children never return from it."""
     import selectors
@@ -242,6 +258,7 @@ def _serve(fd: int) -> None:
     import harness
 
     harness.__dict__.pop("_cell", None)
+    _install_peak_reports()
     # One throw-away fork runs every pthread_atfork prepare handler once, which stops pools
     # that libraries started at import (OpenBLAS); the template itself never uses them again.
     pid = os.fork()
@@ -509,7 +526,9 @@ class Template:
             return cached
         probe_dir = tempfile.mkdtemp(prefix="harness-probe-")
         try:
-            out = subprocess.run([sys.executable, "-m", "harness._template", "--probe"], env=env,
+            # Not one of the cell's processes: it must not report into the cell's peaks.
+            probe_env = {k: v for k, v in env.items() if k != "HARNESS_CELL_PEAKS"}
+            out = subprocess.run([sys.executable, "-m", "harness._template", "--probe"], env=probe_env,
                                  cwd=probe_dir, capture_output=True, text=True, timeout=60, check=True)
             data = json.loads(out.stdout)
         except (OSError, subprocess.SubprocessError, ValueError) as exc:

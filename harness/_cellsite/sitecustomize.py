@@ -19,6 +19,9 @@ asks for it, and then hands over to the ``sitecustomize`` it shadows, if there i
 2. **The profile's sharing strategy.** ``HARNESS_SHARING_STRATEGY`` (``file_system`` for the
    macOS and Windows profiles) is applied as soon as ``torch.multiprocessing`` is imported, so
    a spawn or forkserver worker shares tensors the way it would on that platform.
+3. **Memory peaks reported at exit.** With ``HARNESS_CELL_PEAKS`` set (Linux), every process
+   reports its own peak RSS and USS when it ends (:mod:`_harness_cell_peaks`, beside this file),
+   so the harness need not read them from outside many times.
 """
 
 from __future__ import annotations
@@ -106,4 +109,11 @@ if os.environ.get("HARNESS_SHARING_STRATEGY"):
         sys.modules["torch.multiprocessing"].set_sharing_strategy(os.environ["HARNESS_SHARING_STRATEGY"])
     else:
         sys.meta_path.insert(0, _SetSharingStrategy(os.environ["HARNESS_SHARING_STRATEGY"]))
+if os.environ.get("HARNESS_CELL_PEAKS"):
+    try:
+        import _harness_cell_peaks
+
+        _harness_cell_peaks.install()
+    except Exception:  # noqa: BLE001, S110 - a missing report falls back to sampling
+        pass
 _chain()

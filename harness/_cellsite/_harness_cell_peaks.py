@@ -1,0 +1,219 @@
+"""Every process of a cell reports its own memory peak when it ends (Linux).
+
+Loaded by the start-up hook (``sitecustomize``) in every fresh interpreter of a cell, and by
+the warm template before it forks cells, then :func:`install` is called. It imports nothing of
+``harness`` and nothing that is not already loaded at interpreter start-up, so a case sees no
+difference; everything it does is wrapped so that it can never change how a process ends.
+
+Why: the harness used to read each worker's private memory (USS) from outside, many times
+while the worker was young, so that short fork workers were not missed. Each reading walks
+the worker's page tables (``/proc/PID/smaps_rollup``, about 4 ms for a torch process), and
+together they were most of the harness's own CPU. A process knows its own peak exactly at the
+end: the kernel's high-water mark of its resident set (``VmHWM`` in ``/proc/self/status``,
+``proc(5)``), and one USS reading at that point. The harness's sampler then only has to find
+processes and cover those that die by a signal (see ``harness._proctree``).
+
+When a process reports:
+
+* **multiprocessing children** (DataLoader workers under fork, spawn and forkserver):
+  ``multiprocessing.process.BaseProcess._bootstrap`` calls ``util._exit_function()`` after
+  ``run()`` returns or raises, then the child calls ``os._exit`` (``popen_fork.py``), so
+  :mod:`atexit` does not run there. A ``multiprocessing.util.Finalize`` does: it is created
+  in each child by an after-fork callback (``util.register_after_fork``), which
+  ``BaseProcess._after_fork`` runs right after it clears the finalizers inherited from the
+  parent.
+* **every other interpreter** (the cell itself, a spawn worker's own interpreter, a script
+  run as ``python -``): :mod:`atexit`, which the warm template's cells also run before
+  ``os._exit``.
+
+A process reports at most once. ``HARNESS_CELL_PEAKS`` names the folder the reports go to,
+one file ``peak-PID`` each, one line of space-separated fields::
+
+    PID PPID VMHWM_BYTES USS_BYTES COST_S HELPER
+
+Every process also leaves a marker ``armed-PID`` (``PPID HELPER``) as it starts: a fresh
+interpreter at start-up, a forked child right after the fork (``os.register_at_fork``). So a
+worker that dies before it could report is still counted, however short its life.
+
+A forkserver worker first unpickles what its parent sent, before ``_bootstrap``; a failure
+there (``Can't get attribute``, the main-guard errors: the failures this project is about)
+ends it through ``sys.excepthook`` and ``os._exit`` in ``multiprocessing.forkserver.main``,
+with no finalizer run. So until it reaches ``_bootstrap`` such a worker has its
+``sys.excepthook`` wrapped to report first; the original is put back at ``_bootstrap``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import sys
+import time
+
+ENV_DIR = "HARNESS_CELL_PEAKS"
+
+# multiprocessing starts its helpers as ``python -c 'from multiprocessing.X import main; ...'``
+# (``multiprocessing.util.spawnv_passfds``). A forkserver worker keeps the server's command
+# line, but it reports through the multiprocessing path, never as a helper.
+_HELPER_COMMAND = re.compile(r"from multiprocessing\.(?:resource_tracker|forkserver|semaphore_tracker) import main")
+
+#: What the cell process's command line holds (a fresh cell's, and a warm cell's as it sets it).
+_CELL_COMMAND = "-m harness._cell "
+
+_installed = False
+_reported_pid = 0
+_mp_armed = False
+_forkserver = False  # this process is multiprocessing's forkserver server
+
+
+class _Anchor:
+    """The object ``util.register_after_fork`` keeps a weak reference to."""
+
+
+_ANCHOR = _Anchor()
+
+
+def _write(name: str, line: str) -> None:
+    folder = os.environ.get(ENV_DIR)
+    if not folder:
+        return
+    fd = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, line.encode("ascii"))
+    finally:
+        os.close(fd)
+
+
+def _is_helper() -> bool:
+    return _HELPER_COMMAND.search(" ".join(getattr(sys, "orig_argv", sys.argv))) is not None
+
+
+def mark(forked: bool) -> None:
+    """Leave ``armed-PID`` (``PPID HELPER``); ``forked``: called in a forked child, which is a
+    worker even where it keeps a helper's command line (a forkserver worker). Never raises."""
+    try:
+        _write(f"armed-{os.getpid()}", f"{os.getppid()} {int(not forked and _is_helper())}\n")
+    except BaseException:  # noqa: BLE001, S110 - a marker must never change how a process runs
+        pass
+
+
+def _status_bytes(field: bytes) -> int:
+    with open("/proc/self/status", "rb") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _uss_bytes() -> int:
+    """Private memory: ``Private_Clean + Private_Dirty + Private_Hugetlb`` (psutil's USS)."""
+    total = 0
+    with open("/proc/self/smaps_rollup", "rb") as f:
+        for line in f:
+            if line.startswith(b"Private_"):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
+def report(helper_possible: bool = True) -> None:
+    """Write this process's peak RSS and current USS to ``$HARNESS_CELL_PEAKS/peak-PID`` (once).
+
+    Args:
+        helper_possible: whether this may be one of multiprocessing's helper processes or the
+            cell process itself (false on the multiprocessing-child path: a forkserver worker
+            keeps the server's command line but is a worker). Those write their line without
+            reading their USS, which the harness does not use.
+    Never raises.
+    """
+    global _reported_pid
+    try:
+        pid = os.getpid()
+        folder = os.environ.get(ENV_DIR)
+        if _reported_pid == pid or not folder:
+            return
+        _reported_pid = pid
+        t0 = time.process_time()
+        command = " ".join(getattr(sys, "orig_argv", sys.argv)) if helper_possible else ""
+        helper = _HELPER_COMMAND.search(command) is not None
+        hwm = _status_bytes(b"VmHWM:")
+        # The harness needs no USS of a helper, nor of the cell process itself (its peak RSS).
+        uss = 0 if helper or _CELL_COMMAND in command else _uss_bytes()
+        cost = time.process_time() - t0
+        _write(f"peak-{pid}", f"{pid} {os.getppid()} {hwm} {uss} {cost:.6f} {int(helper)}\n")
+    except BaseException:  # noqa: BLE001, S110 - a report must never change how a process ends
+        pass
+
+
+def _worker_report() -> None:
+    report(helper_possible=False)
+
+
+def _in_multiprocessing_child(_anchor: object) -> None:
+    """After-fork callback: runs in every multiprocessing child, after its finalizers were cleared."""
+    try:
+        from multiprocessing import util
+
+        util.Finalize(None, _worker_report, exitpriority=-(10**6))
+        if isinstance(sys.excepthook, _ReportingExcepthook):
+            sys.excepthook = sys.excepthook.original
+    except BaseException:  # noqa: BLE001, S110
+        pass
+
+
+class _ReportingExcepthook:
+    """``sys.excepthook`` of a forkserver worker before ``_bootstrap``: report, then the original."""
+
+    def __init__(self, original: object) -> None:
+        self.original = original
+
+    def __call__(self, *exc_info: object) -> object:
+        _worker_report()
+        return self.original(*exc_info)  # type: ignore[operator]
+
+
+def _arm_multiprocessing() -> None:
+    """Register :func:`_in_multiprocessing_child` once per process lineage, once
+    ``multiprocessing.util`` is loaded (the registry is inherited by fork)."""
+    global _mp_armed
+    util = sys.modules.get("multiprocessing.util")
+    if _mp_armed or util is None:
+        return
+    try:
+        util.register_after_fork(_ANCHOR, _in_multiprocessing_child)
+        _mp_armed = True
+    except BaseException:  # noqa: BLE001, S110
+        pass
+
+
+def _after_fork_in_child() -> None:
+    # A forked process is about to become a multiprocessing child (its parent loaded
+    # multiprocessing to start it) or a warm cell: arm before BaseProcess._after_fork runs.
+    global _forkserver
+    mark(forked=True)
+    _arm_multiprocessing()
+    if _forkserver:  # this is a forkserver worker: see the module's docstring
+        _forkserver = False
+        try:
+            sys.excepthook = _ReportingExcepthook(sys.excepthook)
+        except BaseException:  # noqa: BLE001, S110
+            pass
+
+
+def install() -> None:
+    """Arm the reports in this process and, through fork, in its descendants (idempotent).
+
+    Does nothing off Linux (no ``/proc/self/smaps_rollup``). The start-up hook calls it in a
+    fresh interpreter when ``HARNESS_CELL_PEAKS`` is set; the warm template calls it with the
+    variable unset, and each cell it forks reads the variable when it reports.
+    """
+    global _installed
+    if _installed or not sys.platform.startswith("linux"):
+        return
+    _installed = True
+    global _forkserver
+    _forkserver = _is_helper() and "multiprocessing.forkserver" in " ".join(getattr(sys, "orig_argv", sys.argv))
+    mark(forked=False)
+    atexit.register(report)
+    _arm_multiprocessing()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,127 @@
+"""Every process of a cell reports its own memory peak at exit (``harness/_cellsite/_harness_cell_peaks.py``).
+
+Real interpreters, real multiprocessing children under each start method, started with the
+start-up hook on ``PYTHONPATH`` and ``HARNESS_CELL_PEAKS`` set, as a cell starts them. What
+counts as a worker, and which exit paths must report, come from CPython's
+``multiprocessing`` (``process.py`` ``_bootstrap``, ``forkserver.py`` ``main``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from harness._proctree import TreeSampler, read_peak_reports
+from harness._runner import CELL_SITE_DIR
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reports read /proc/self")
+
+# The parent prints its own pid and its children's; each child touches 32 MiB of private
+# memory and keeps it, so its USS at exit is well above a bare interpreter's. In "fail" mode the target exists only
+# in the parent's __main__ (defined under the main guard): spawn and forkserver children die
+# unpickling it, before _bootstrap, the catalogue's main-attribute failure.
+SCRIPT = textwrap.dedent("""
+    import multiprocessing as mp, os, sys
+
+    KEPT = []
+
+    def touch():
+        # Kept alive to the end, as a worker's copy of its dataset is: the report reads USS
+        # when the worker ends (a block freed before then is gone from it).
+        block = bytearray(32 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        KEPT.append(block)
+
+    if __name__ == "__main__":
+        method, mode = sys.argv[1], sys.argv[2]
+        target = touch
+        if mode == "fail":
+            def only_in_main():
+                pass
+            target = only_in_main
+        ctx = mp.get_context(method)
+        procs = [ctx.Process(target=target) for _ in range(2)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        print(os.getpid(), *[p.pid for p in procs], *[p.exitcode for p in procs])
+""")
+
+
+def _run(tmp_path, method: str, mode: str) -> tuple[int, list[int], list[int], dict]:
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    peaks = tmp_path / "peaks"
+    peaks.mkdir()
+    env = dict(os.environ, HARNESS_CELL_PEAKS=str(peaks),
+               PYTHONPATH=os.pathsep.join([str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, str(script), method, mode], capture_output=True, text=True,
+                         env=env, timeout=120, cwd=tmp_path, check=True)
+    parent, a, b, code_a, code_b = (int(x) for x in out.stdout.split())
+    return parent, [a, b], [code_a, code_b], read_peak_reports(peaks)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_every_worker_reports_its_peak_rss_and_uss_at_a_clean_exit(tmp_path, method):
+    parent, workers, codes, reports = _run(tmp_path, method, "ok")
+    assert codes == [0, 0]
+    for pid in workers:
+        rep = reports[pid]
+        assert not rep.helper
+        assert rep.uss >= 32 << 20, f"{method} worker USS {rep.uss} below the 32 MiB it touched"
+        assert rep.peak_rss >= rep.uss
+        assert 0 < rep.cost_s < 1.0
+    # The parent reports its peak too; multiprocessing's helpers say they are helpers.
+    assert reports[parent].peak_rss > 0 and not reports[parent].helper
+    helpers = [pid for pid, rep in reports.items() if rep.helper]
+    if method == "forkserver":
+        assert helpers, "the forkserver server did not mark itself a helper"
+        assert all(reports[pid].ppid == parent for pid in helpers)
+        assert {reports[pid].ppid for pid in workers} <= set(helpers), "forkserver workers are the server's children"
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_a_worker_that_dies_unpickling_its_target_still_reports(tmp_path, method):
+    # forkserver ends such a child with sys.excepthook and os._exit, no finalizer; spawn with
+    # an uncaught exception at interpreter exit.
+    _, workers, codes, reports = _run(tmp_path, method, "fail")
+    assert codes == [1, 1]
+    for pid in workers:
+        assert reports[pid].peak_rss > 0 and reports[pid].uss > 0
+
+
+def test_without_the_variable_nothing_is_written(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_CELL_PEAKS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")])
+    subprocess.run([sys.executable, str(script), "fork", "ok"], env=env, cwd=tmp_path, check=True,
+                   capture_output=True, timeout=60)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["script.py"]
+
+
+def test_reports_from_outside_the_cells_tree_are_ignored(tmp_path):
+    # A process that inherited the cell's environment without being one of its descendants
+    # (the warm template's sys.path probe did) must not count as a worker.
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sampler = TreeSampler(proc.pid, background=False)
+        peaks = tmp_path / "peaks"
+        peaks.mkdir()
+        stranger, child = 999_999_001, 999_999_002
+        (peaks / f"peak-{stranger}").write_text(f"{stranger} {os.getpid()} 100000000 50000000 0.001 0\n")
+        (peaks / f"armed-{child}").write_text(f"{proc.pid} 0\n")
+        (peaks / f"peak-{child}").write_text(f"{child} 1 70000000 30000000 0.002 0\n")
+        (peaks / "peak-garbage").write_text("not a report")
+        sampler.absorb(read_peak_reports(peaks))
+        assert sampler.workers_seen == {child}, "the birth parent (the cell) counts, not the parent at exit (init)"
+        assert sampler.worker_peak_uss == 30000000
+    finally:
+        proc.kill()
+        proc.wait()
