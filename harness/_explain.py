@@ -18,8 +18,8 @@ from typing import TextIO
 from harness._catalogue import Case, Catalogue, CatalogueError, open_catalogue
 from harness._escape import terminal
 from harness._jsonfile import JSONFileError, load_json_file
-from harness._merge import validate_matrix
 from harness._outcomes import METHODS
+from harness.report.merge import validate_matrix
 
 __all__ = ["DEFAULT_MATRIX", "code_lines", "explain_case", "explain_command", "fix_diff", "observed_lines"]
 

@@ -6,7 +6,7 @@
      "platforms": [platform, ...], "cases": {id: {...}}, "results": [result, ...],
      "compatibility": [cell, ...], "rejected": [line, ...]}
 
-``compatibility`` is the default-method view of :mod:`harness._compat`; ``platforms`` says, per
+``compatibility`` is the default-method view of :mod:`harness.report.platforms`; ``platforms`` says, per
 column of the policy table, its default method and which runners were observed there.
 """
 
@@ -20,9 +20,9 @@ import jsonschema
 import referencing
 
 from harness._classify import CLASSIFIER_VERSION, reclassify
-from harness._compat import compatibility, platform_summary
 from harness._outcomes import METHODS, matches_expectation
 from harness._shard import SCHEMA_VERSION, NotAShard, ShardError, read_shard, schema
+from harness.report.platforms import compatibility, platform_summary
 
 __all__ = ["load_shards", "merge", "refresh_verdict", "validate_matrix"]
 

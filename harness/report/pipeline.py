@@ -16,10 +16,10 @@ from harness._catalogue import CatalogueError, discover
 from harness._config import ConfigError
 from harness._config import catalogue_dirs as project_catalogue_dirs
 from harness._escape import terminal
-from harness._heatmap import MISSING_NOTE, render_heatmap
-from harness._junit import junit_xml
-from harness._merge import load_shards, merge, validate_matrix
-from harness._render import SUMMARY_LIMIT_BYTES, render_html, render_markdown, render_summary
+from harness.report.heatmap import MISSING_NOTE, render_heatmap
+from harness.report.junit import junit_xml
+from harness.report.merge import load_shards, merge, validate_matrix
+from harness.report.views import SUMMARY_LIMIT_BYTES, render_html, render_markdown, render_summary
 
 __all__ = ["write_report", "append_summary"]
 

@@ -2,7 +2,7 @@
 the compact Markdown for a CI job summary.
 
 Both documents lead with the compatibility view (what a user gets by default on each platform,
-observed, emulated or predicted; see :mod:`harness._compat`), then the cost of each start method, then the
+observed, emulated or predicted; see :mod:`harness.report.platforms`), then the cost of each start method, then the
 explicit-method view per runner, then footnotes (hazard warnings of passing cells, runners that
 disagree), fixes and rejected shards.
 
@@ -567,7 +567,7 @@ def _finalize(value: object) -> object:
 
 
 _ENV = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+    loader=jinja2.FileSystemLoader(Path(__file__).with_name("html")),
     autoescape=True,
     undefined=jinja2.StrictUndefined,
     finalize=_finalize,
