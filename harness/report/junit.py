@@ -22,6 +22,8 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from harness._escape import visible
+from harness._outcomes import outcome_label
+from harness.report.views import contradiction
 
 __all__ = ["junit_xml"]
 
@@ -38,15 +40,6 @@ def _time(rec: dict) -> float:
     if value is None:
         value = rec.get("wall_s")
     return float(value or 0.0)
-
-
-def _expected(rec: dict) -> str:
-    kind = rec.get("expected_kind")
-    return f"{rec['expected']}/{kind}" if kind else rec["expected"]
-
-
-def _observed(rec: dict) -> str:
-    return f"{rec['outcome']}/{rec['kind']}" if rec.get("kind") else rec["outcome"]
 
 
 def junit_xml(matrix: dict) -> bytes:
@@ -82,12 +75,12 @@ def junit_xml(matrix: dict) -> bytes:
                 counts["errors"] += 1
                 el = ET.SubElement(case, "error", type="broken-case",
                                    message=_clean(f"broken case: its in-process control did not pass; "
-                                                  f"this cell observed {_observed(rec)}"))
+                                                  f"this cell observed {outcome_label(rec['outcome'], rec.get('kind'))}"))
                 el.text = _clean(rec.get("stderr_tail") or detail)
             elif not rec.get("matches", True):
                 counts["failures"] += 1
                 el = ET.SubElement(case, "failure", type="mismatch",
-                                   message=_clean(f"expected {_expected(rec)}, observed {_observed(rec)}: {detail}"))
+                                   message=_clean(f"{contradiction(rec)}: {detail}"))
                 el.text = _clean(rec.get("stderr_tail") or detail)
             elif rec["outcome"] in ("skipped", "unsupported"):
                 counts["skipped"] += 1

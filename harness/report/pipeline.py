@@ -19,7 +19,13 @@ from harness._escape import terminal
 from harness.report.heatmap import MISSING_NOTE, render_heatmap
 from harness.report.junit import junit_xml
 from harness.report.merge import load_shards, merge, validate_matrix
-from harness.report.views import SUMMARY_LIMIT_BYTES, render_html, render_markdown, render_summary
+from harness.report.views import (
+    SUMMARY_LIMIT_BYTES,
+    contradiction,
+    render_html,
+    render_markdown,
+    render_summary,
+)
 
 __all__ = ["write_report", "append_summary"]
 
@@ -148,9 +154,7 @@ def _verdict(state: dict) -> int:
     for r in mismatches:
         if r.get("broken"):
             continue
-        lines.append(f"  MISMATCH {r['case']} [{r['method']}] on {r['runner']}: expected {r['expected']}"
-                     f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
-                     f"{'/' + r['kind'] if r['kind'] else ''}")
+        lines.append(f"  MISMATCH {r['case']} [{r['method']}] on {r['runner']}: {contradiction(r)}")
     for line in lines:
         print(terminal(line, one_line=True))
     if state["rejected"] or state.get("summary_failed") or state.get("invalid"):

@@ -26,7 +26,7 @@ import jinja2
 import markupsafe
 
 from harness._escape import code, markdown, visible
-from harness._outcomes import METHODS, SYMBOLS
+from harness._outcomes import METHODS, SYMBOLS, outcome_label
 
 __all__ = [
     "LEGEND",
@@ -37,6 +37,7 @@ __all__ = [
     "cell_text",
     "cell_words",
     "compat_model",
+    "contradiction",
     "cost_model",
     "fmt_bytes",
     "fmt_seconds",
@@ -115,12 +116,9 @@ def _fmt(kind: str, value: float | None) -> str:
 
 
 def _outcome_text(outcome: str, kind: str | None) -> str:
-    text = SYMBOLS[outcome]
-    if outcome == "error" and kind:
-        return f"{text} {kind}"
-    if outcome not in ("pass", "error"):
-        return f"{text} {outcome}"
-    return text
+    """The symbol and the word after it: ``❌ pickle`` (an error's kind), ``⏳ hang``, ``✅``."""
+    detail = kind if outcome == "error" else None if outcome == "pass" else outcome
+    return outcome_label(SYMBOLS[outcome], detail, "{outcome} {kind}")
 
 
 #: The outcome words the HTML page shows instead of emoji symbols, so it reads the same on a
@@ -132,9 +130,13 @@ def cell_words(outcome: str, kind: str | None, broken: bool = False) -> str:
     """Plain words for a cell: ``pass``, ``error: pickle``, ``hang``, ``broken case``."""
     if broken:
         return "broken case"
-    if outcome == "error" and kind:
-        return f"error: {kind}"
-    return OUTCOME_WORDS.get(outcome, outcome)
+    return outcome_label(OUTCOME_WORDS.get(outcome, outcome), kind if outcome == "error" else None, "{outcome}: {kind}")
+
+
+def contradiction(rec: dict) -> str:
+    """How a result record contradicts its case's expectation: ``expected pass, observed error/pickle``."""
+    return (f"expected {outcome_label(rec['expected'], rec.get('expected_kind'))}, "
+            f"observed {outcome_label(rec['outcome'], rec.get('kind'))}")
 
 
 def cell_text(rec: dict | None) -> str:
@@ -512,10 +514,8 @@ def render_summary(matrix: dict, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> str:
     broken = sorted({(r["case"], r["runner"]) for r in mismatches if r.get("broken")})
     mism = [f"- 🚧 {code(case)} on {code(runner)}: broken case, its in-process control did not pass"
             for case, runner in broken]
-    mism += [f"- ‼ {code(r['case'])} [{r['method']}] on {code(r['runner'])}: expected "
-             + markdown(f"{r['expected']}{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, "
-                        f"observed {r['outcome']}{'/' + r['kind'] if r.get('kind') else ''}: "
-                        f"{(r.get('root_cause') or r.get('message') or '')[:300]}")
+    mism += [f"- ‼ {code(r['case'])} [{r['method']}] on {code(r['runner'])}: "
+             + markdown(f"{contradiction(r)}: {(r.get('root_cause') or r.get('message') or '')[:300]}")
              for r in mismatches if not r.get("broken")]
     tail = ([f"**{len(mismatches)} observed cell(s) contradict their expectation:**", ""] + mism + [""]
             if mismatches else ["No observed cell contradicts its expectation.", ""])
