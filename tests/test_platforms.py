@@ -144,7 +144,7 @@ def test_an_observed_runner_wins_over_an_emulated_one():
 
 
 def test_markdown_shows_the_three_provenances_apart():
-    from harness.report.views import render_markdown
+    from harness.report.markdown import render_markdown
 
     linux = linux_shard()
     md = render_markdown(_merged(linux, _emulating(linux, "macos")))

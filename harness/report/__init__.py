@@ -16,3 +16,9 @@
 
 ``pipeline.py`` is the ``harness report`` command: the steps above in order, with the exit code.
 """
+
+from typing import Any
+
+#: A JSON object of a shard or of the matrix: the matrix itself, a runner, a result record, a
+#: cell of a view. ``harness/schemas/`` says which keys each one has.
+JSONObject = dict[str, Any]

@@ -18,14 +18,11 @@ from harness._config import catalogue_dirs as project_catalogue_dirs
 from harness._escape import terminal
 from harness.report.heatmap import MISSING_NOTE, render_heatmap
 from harness.report.junit import junit_xml
+from harness.report.markdown import render_markdown
 from harness.report.merge import load_shards, merge, validate_matrix
-from harness.report.views import (
-    SUMMARY_LIMIT_BYTES,
-    contradiction,
-    render_html,
-    render_markdown,
-    render_summary,
-)
+from harness.report.page import render_html
+from harness.report.summary import SUMMARY_LIMIT_BYTES, render_summary
+from harness.report.views import contradiction
 
 __all__ = ["write_report", "append_summary"]
 
