@@ -203,7 +203,8 @@ def _draw_headers(ax: Axes, lay: _Layout) -> None:
     ax.text(lay.left_width / 2, -_HEADER + 0.2, "What you get by default", ha="center", va="top", fontsize=9,
             weight="bold")
     for j, plat in enumerate(lay.platforms):
-        text = _SHORT_TITLES.get(plat["id"], plat["id"]) + "\n" + plat["default_method"]
+        pid: str = plat["id"]
+        text = _SHORT_TITLES.get(pid, pid) + "\n" + plat["default_method"]
         if not plat["observed_runners"]:
             text += "\n(emulated)" if plat.get("emulated_runners") else "\n(predicted)"
         ax.text(j + 0.5, -0.15, text, ha="center", va="bottom", fontsize=6.8,

@@ -23,6 +23,7 @@ from collections import defaultdict
 
 from harness._escape import visible
 from harness._outcomes import outcome_label
+from harness.report import JSONObject
 from harness.report.views import contradiction
 
 __all__ = ["junit_xml"]
@@ -35,14 +36,68 @@ def _clean(text: str | None) -> str:
     return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", visible(text or ""))
 
 
-def _time(rec: dict) -> float:
+def _time(rec: JSONObject) -> float:
     value = rec.get("duration_s")
     if value is None:
         value = rec.get("wall_s")
     return float(value or 0.0)
 
 
-def junit_xml(matrix: dict) -> bytes:
+def _counts() -> dict[str, float]:
+    return {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+
+
+def _set_counts(element: ET.Element, counts: dict[str, float]) -> None:
+    for key, value in counts.items():
+        element.set(key, f"{value:.4f}" if key == "time" else str(value))
+
+
+def _testcase(suite: ET.Element, rec: JSONObject, matrix: JSONObject) -> str | None:
+    """Add one cell's ``<testcase>`` to ``suite``; return the count it adds to besides
+    ``tests`` (``errors``, ``failures`` or ``skipped``), or ``None`` for a pass."""
+    family = rec.get("family") or matrix["cases"].get(rec["case"], {}).get("family", "unknown")
+    case = ET.SubElement(suite, "testcase", classname=_clean(f"{family}.{rec['case']}"),
+                         name=_clean(f"{rec['case']}[{rec['method']}]"), time=f"{_time(rec):.4f}")
+    detail = rec.get("root_cause") or rec.get("message") or ""
+    counted = None
+    if rec.get("broken"):
+        counted = "errors"
+        el = ET.SubElement(case, "error", type="broken-case",
+                           message=_clean(f"broken case: its in-process control did not pass; "
+                                          f"this cell observed {outcome_label(rec['outcome'], rec.get('kind'))}"))
+        el.text = _clean(rec.get("stderr_tail") or detail)
+    elif not rec.get("matches", True):
+        counted = "failures"
+        el = ET.SubElement(case, "failure", type="mismatch", message=_clean(f"{contradiction(rec)}: {detail}"))
+        el.text = _clean(rec.get("stderr_tail") or detail)
+    elif rec["outcome"] in ("skipped", "unsupported"):
+        counted = "skipped"
+        ET.SubElement(case, "skipped", message=_clean(f"{rec['outcome']}: {detail}"))
+    if rec.get("warnings"):
+        out = ET.SubElement(case, "system-err")
+        out.text = _clean("\n".join(rec["warnings"]))
+    return counted
+
+
+def _suite(root: ET.Element, runner: JSONObject, recs: list[JSONObject], matrix: JSONObject) -> dict[str, float]:
+    """Add one runner's ``<testsuite>`` (its properties, then one test case per cell); return its counts."""
+    suite = ET.SubElement(root, "testsuite", name=_clean(runner["id"]))
+    props = ET.SubElement(suite, "properties")
+    for key in ("os", "arch", "python", "torch", "default_method", "git_commit", "started_utc"):
+        if runner.get(key) is not None:
+            ET.SubElement(props, "property", name=key, value=_clean(str(runner[key])))
+    counts = _counts()
+    for rec in recs:
+        counted = _testcase(suite, rec, matrix)
+        counts["tests"] += 1
+        counts["time"] += _time(rec)
+        if counted is not None:
+            counts[counted] += 1
+    _set_counts(suite, counts)
+    return counts
+
+
+def junit_xml(matrix: JSONObject) -> bytes:
     """Serialise the matrix's observed cells as a JUnit XML document.
 
     Args:
@@ -51,47 +106,16 @@ def junit_xml(matrix: dict) -> bytes:
     Returns:
         UTF-8 encoded XML with a declaration, rooted at ``<testsuites>``.
     """
-    by_runner: dict[str, list[dict]] = defaultdict(list)
+    by_runner: dict[str, list[JSONObject]] = defaultdict(list)
     for rec in matrix["results"]:
         by_runner[rec["runner"]].append(rec)
     root = ET.Element("testsuites", name="harness")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+    totals = _counts()
     for runner in matrix["runners"]:
-        recs = by_runner.get(runner["id"], [])
-        suite = ET.SubElement(root, "testsuite", name=_clean(runner["id"]))
-        props = ET.SubElement(suite, "properties")
-        for key in ("os", "arch", "python", "torch", "default_method", "git_commit", "started_utc"):
-            if runner.get(key) is not None:
-                ET.SubElement(props, "property", name=key, value=_clean(str(runner[key])))
-        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
-        for rec in recs:
-            family = rec.get("family") or matrix["cases"].get(rec["case"], {}).get("family", "unknown")
-            case = ET.SubElement(suite, "testcase", classname=_clean(f"{family}.{rec['case']}"),
-                                 name=_clean(f"{rec['case']}[{rec['method']}]"), time=f"{_time(rec):.4f}")
-            counts["tests"] += 1
-            counts["time"] += _time(rec)
-            detail = rec.get("root_cause") or rec.get("message") or ""
-            if rec.get("broken"):
-                counts["errors"] += 1
-                el = ET.SubElement(case, "error", type="broken-case",
-                                   message=_clean(f"broken case: its in-process control did not pass; "
-                                                  f"this cell observed {outcome_label(rec['outcome'], rec.get('kind'))}"))
-                el.text = _clean(rec.get("stderr_tail") or detail)
-            elif not rec.get("matches", True):
-                counts["failures"] += 1
-                el = ET.SubElement(case, "failure", type="mismatch",
-                                   message=_clean(f"{contradiction(rec)}: {detail}"))
-                el.text = _clean(rec.get("stderr_tail") or detail)
-            elif rec["outcome"] in ("skipped", "unsupported"):
-                counts["skipped"] += 1
-                ET.SubElement(case, "skipped", message=_clean(f"{rec['outcome']}: {detail}"))
-            if rec.get("warnings"):
-                out = ET.SubElement(case, "system-err")
-                out.text = _clean("\n".join(rec["warnings"]))
+        counts = _suite(root, runner, by_runner.get(runner["id"], []), matrix)
         for key, value in counts.items():
-            suite.set(key, f"{value:.4f}" if key == "time" else str(value))
             totals[key] += value
-    for key, value in totals.items():
-        root.set(key, f"{value:.4f}" if key == "time" else str(value))
+    _set_counts(root, totals)
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    document: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return document + b"\n"

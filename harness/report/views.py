@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from harness._escape import code
 from harness._outcomes import METHODS, SYMBOLS, outcome_label
+from harness.report import JSONObject
 
 __all__ = [
     "COST_FIELDS",
@@ -83,12 +84,13 @@ EMULATED_MARK = "‡"
 PROVENANCE_MARKS = {"observed": "", "emulated": EMULATED_MARK, "predicted": PREDICTED_MARK}
 
 
-def platform_title(plat: dict) -> str:
+def platform_title(plat: JSONObject) -> str:
     """The column title of a platform (an entry of the matrix's ``platforms``): ``macOS``."""
-    return PLATFORM_TITLES.get(plat["id"], plat["id"])
+    pid: str = plat["id"]
+    return PLATFORM_TITLES.get(pid, pid)
 
 
-def runner_label(runner: dict) -> str:
+def runner_label(runner: JSONObject) -> str:
     """Short label for a runner: ``linux py3.11 torch2.13.0``, ``linux py3.11 torch2.13.0 as macos``."""
     py = ".".join(runner["python"].split(".")[:2])
     label = f"{runner['os']} py{py} torch{runner['torch'].split('+')[0]}"
@@ -137,13 +139,13 @@ def cell_words(outcome: str, kind: str | None, broken: bool = False) -> str:
     return outcome_label(OUTCOME_WORDS.get(outcome, outcome), kind if outcome == "error" else None, "{outcome}: {kind}")
 
 
-def contradiction(rec: dict) -> str:
+def contradiction(rec: JSONObject) -> str:
     """How a result record contradicts its case's expectation: ``expected pass, observed error/pickle``."""
     return (f"expected {outcome_label(rec['expected'], rec.get('expected_kind'))}, "
             f"observed {outcome_label(rec['outcome'], rec.get('kind'))}")
 
 
-def cell_text(rec: dict | None) -> str:
+def cell_text(rec: JSONObject | None) -> str:
     """Symbol plus kind (``❌ pickle``) of one result record, ``⚡`` for a pass that warned,
     ``‼`` when it contradicts expectations, ``·`` when there is no record."""
     if rec is None:
@@ -174,22 +176,22 @@ class Notes:
         return key
 
 
-def _index(matrix: dict) -> dict[tuple[str, str, str], dict]:
+def _index(matrix: JSONObject) -> dict[tuple[str, str, str], JSONObject]:
     return {(r["case"], r["runner"], r["method"]): r for r in matrix["results"]}
 
 
-def _case_rows(matrix: dict) -> list[tuple[str, dict]]:
+def _case_rows(matrix: JSONObject) -> list[tuple[str, JSONObject]]:
     ids = {r["case"] for r in matrix["results"]}
     cases = matrix["cases"]
     return sorted(((cid, cases.get(cid, {})) for cid in ids),
                   key=lambda item: (item[1].get("family", "unknown"), item[0]))
 
 
-def _warning_text(rec: dict) -> str:
+def _warning_text(rec: JSONObject) -> str:
     return " / ".join(dict.fromkeys(w.strip() for w in rec.get("warnings", []) if w.strip()))
 
 
-def compat_model(matrix: dict, notes: Notes | None = None) -> dict:
+def compat_model(matrix: JSONObject, notes: Notes | None = None) -> JSONObject:
     """The compatibility view as rows for both renderers.
 
     Returns:
@@ -205,7 +207,7 @@ def compat_model(matrix: dict, notes: Notes | None = None) -> dict:
     compat = {(c["case"], c["platform"]): c for c in matrix.get("compatibility", [])}
     rows = []
     for cid, meta in _case_rows(matrix):
-        cells = []
+        cells: list[JSONObject | None] = []
         for plat in platforms:
             entry = compat.get((cid, plat["id"]))
             if entry is None:
@@ -239,7 +241,7 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def cost_model(matrix: dict) -> dict:
+def cost_model(matrix: JSONObject) -> JSONObject:
     """Median cost of passing cells per runner and start method, and per-case memory costs.
 
     Medians are taken across the cases that passed (other outcomes stop early and would
@@ -253,7 +255,7 @@ def cost_model(matrix: dict) -> dict:
     """
     runners = matrix["runners"]
     labels = {r["id"]: runner_label(r) for r in runners}
-    passed: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    passed: dict[tuple[str, str], list[JSONObject]] = defaultdict(list)
     for rec in matrix["results"]:
         if rec["outcome"] == "pass" and not rec.get("broken"):
             passed[(rec["runner"], rec["method"])].append(rec)
@@ -279,7 +281,7 @@ def cost_model(matrix: dict) -> dict:
     return {"fields": COST_FIELDS, "rows": rows, "memory": memory}
 
 
-def runner_model(matrix: dict, notes: Notes | None = None) -> list[dict]:
+def runner_model(matrix: JSONObject, notes: Notes | None = None) -> list[JSONObject]:
     """The explicit-method view: one table per runner, rows are cases, columns are methods.
 
     Returns:
@@ -297,7 +299,7 @@ def runner_model(matrix: dict, notes: Notes | None = None) -> list[dict]:
         for cid, meta in _case_rows(matrix):
             if not any((cid, rid, m) in index for m in methods):
                 continue
-            cells = []
+            cells: list[JSONObject | None] = []
             for m in methods:
                 rec = index.get((cid, rid, m))
                 if rec is None:
@@ -321,7 +323,7 @@ def runner_model(matrix: dict, notes: Notes | None = None) -> list[dict]:
     return out
 
 
-def platform_provenance(plat: dict, quote: Callable[[str], str] = code) -> str:
+def platform_provenance(plat: JSONObject, quote: Callable[[str], str] = code) -> str:
     """One line on where a compatibility column's cells come from (observed, emulated, predicted).
 
     Args:
