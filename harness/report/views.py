@@ -192,7 +192,7 @@ def _warning_text(rec: JSONObject) -> str:
 
 
 def compat_model(matrix: JSONObject, notes: Notes | None = None) -> JSONObject:
-    """The compatibility view as rows for both renderers.
+    """The compatibility view as rows for every renderer.
 
     Returns:
         ``{"platforms": [...], "rows": [{"id", "meta", "family", "cells": [cell|None, ...]}]}``
