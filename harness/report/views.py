@@ -214,27 +214,34 @@ def compat_model(matrix: JSONObject, notes: Notes | None = None) -> JSONObject:
                 cells.append(None)
                 continue
             src = index.get((cid, entry["runner"], entry["method"]), {})
-            cell = dict(entry)
-            cell["source"] = src
-            cell["text"] = "🚧 broken" if entry.get("broken") else outcome_text(entry["outcome"], entry["kind"])
-            cell["words"] = cell_words(entry["outcome"], entry["kind"], bool(entry.get("broken")))
-            warn = _warning_text(src) if entry["outcome"] == "pass" else ""
-            cell["warn"] = notes.ref("w", warn) if warn else None
-            cell["disagree_note"] = None
-            if entry.get("disagree"):
-                others = "; ".join(f"{runner_label(by_runner[d['runner']]) if d['runner'] in by_runner else d['runner']}: "
-                                   f"{outcome_text(d['outcome'], d['kind'])}" for d in entry["disagree"])
-                cell["disagree_note"] = notes.ref(
-                    "d", f"{cid} on {plat['id']} ({entry['method']}): other runners of this platform "
-                         f"observed {others}")
-            source_label = runner_label(by_runner[entry["runner"]]) if entry["runner"] in by_runner else entry["runner"]
-            detail = src.get("root_cause") or src.get("message") or ""
-            cell["source_label"] = source_label
-            cell["tip"] = (f"{entry['provenance']} on {source_label} ({entry['method']})"
-                           + (f": {detail}" if detail else ""))
-            cells.append(cell)
+            cells.append(_compat_cell(entry, src, by_runner, notes))
         rows.append({"id": cid, "meta": meta, "family": meta.get("family", "unknown"), "cells": cells})
     return {"platforms": platforms, "rows": rows}
+
+
+def _compat_cell(entry: JSONObject, src: JSONObject, by_runner: dict[str, JSONObject], notes: Notes) -> JSONObject:
+    """One cell of :func:`compat_model`: the ``compatibility`` entry, ``src`` its result record."""
+
+    def label(runner_id: str) -> str:
+        return runner_label(by_runner[runner_id]) if runner_id in by_runner else runner_id
+
+    cell = dict(entry)
+    cell["source"] = src
+    cell["text"] = "🚧 broken" if entry.get("broken") else outcome_text(entry["outcome"], entry["kind"])
+    cell["words"] = cell_words(entry["outcome"], entry["kind"], bool(entry.get("broken")))
+    warn = _warning_text(src) if entry["outcome"] == "pass" else ""
+    cell["warn"] = notes.ref("w", warn) if warn else None
+    cell["disagree_note"] = None
+    if entry.get("disagree"):
+        others = "; ".join(f"{label(d['runner'])}: {outcome_text(d['outcome'], d['kind'])}" for d in entry["disagree"])
+        cell["disagree_note"] = notes.ref(
+            "d", f"{entry['case']} on {entry['platform']} ({entry['method']}): other runners of this platform "
+                 f"observed {others}")
+    detail = src.get("root_cause") or src.get("message") or ""
+    cell["source_label"] = label(entry["runner"])
+    cell["tip"] = (f"{entry['provenance']} on {cell['source_label']} ({entry['method']})"
+                   + (f": {detail}" if detail else ""))
+    return cell
 
 
 def _median(values: list[float]) -> float | None:
