@@ -178,7 +178,7 @@ def _dispatch(argv: list[str] | None) -> int:
             timeout_scale=args.timeout_scale,
         )
     if args.command == "report":
-        from harness._report import write_report
+        from harness.report.pipeline import write_report
 
         return write_report(args.shards, args.out, summary=args.summary, catalogue_dirs=args.catalogue)
     if args.command == "list":

@@ -18,17 +18,13 @@ from typing import TextIO
 from harness._catalogue import Case, Catalogue, CatalogueError, open_catalogue
 from harness._escape import terminal
 from harness._jsonfile import JSONFileError, load_json_file
-from harness._merge import validate_matrix
-from harness._outcomes import METHODS
+from harness._outcomes import METHODS, outcome_label
+from harness.report.merge import validate_matrix
 
 __all__ = ["DEFAULT_MATRIX", "code_lines", "explain_case", "explain_command", "fix_diff", "observed_lines"]
 
 DEFAULT_MATRIX = Path("reports/matrix.json")
 _WIDTH = 100
-
-
-def _outcome(outcome: str, kind: str | None) -> str:
-    return f"{outcome}/{kind}" if kind else outcome
 
 
 def _mib(value: int | None) -> str:
@@ -110,8 +106,8 @@ def observed_lines(case_id: str, matrix: dict) -> list[str]:
             if rec.get("broken"):
                 mark = "  [broken case]"
             elif rec.get("matches") is False:
-                mark = f"  [contradicts expected {_outcome(rec.get('expected', '?'), rec.get('expected_kind'))}]"
-            lines.append(f"  {rec.get('method', '?'):<11} {_outcome(rec.get('outcome', '?'), rec.get('kind'))}{mark}")
+                mark = f"  [contradicts expected {outcome_label(rec.get('expected', '?'), rec.get('expected_kind'))}]"
+            lines.append(f"  {rec.get('method', '?'):<11} {outcome_label(rec.get('outcome', '?'), rec.get('kind'))}{mark}")
             if rec.get("outcome") == "pass":
                 cost = (f"first batch {_seconds(rec.get('first_batch_s'))}, run {_seconds(rec.get('duration_s'))}, "
                         f"main RSS {_mib(rec.get('parent_peak_rss_bytes'))}, "
@@ -163,10 +159,10 @@ def explain_case(case: Case, catalogue: Catalogue, matrix: dict | None, matrix_n
 
     out.write("Expected\n")
     for m in METHODS:
-        out.write(f"  {m:<11} {_outcome(case.expect[m], case.expect_kind.get(m))}\n")
+        out.write(f"  {m:<11} {outcome_label(case.expect[m], case.expect_kind.get(m))}\n")
     for entry in case.expect_when:
         where = ", ".join(f"{key} {entry[key]}" for key in ("python", "sharing_strategy") if key in entry)
-        changes = ", ".join(f"{m} {_outcome(o, entry.get('expect_kind', {}).get(m))}"
+        changes = ", ".join(f"{m} {outcome_label(o, entry.get('expect_kind', {}).get(m))}"
                             for m, o in entry.get("expect", {}).items())
         out.write(f"  where {where}: {changes}\n")
     out.write("\nWhy\n")

@@ -39,6 +39,7 @@ __all__ = [
     "IN_PROCESS",
     "SYMBOLS",
     "matches_expectation",
+    "outcome_label",
 ]
 
 OUTCOMES = ("pass", "wrong", "error", "hang", "crash", "unsupported", "skipped")
@@ -84,3 +85,22 @@ def matches_expectation(outcome: str, kind: str | None, expected: str, expected_
     if outcome != expected:
         return False
     return not (outcome == "error" and expected_kind and kind != expected_kind)
+
+
+def outcome_label(outcome: str, kind: str | None, form: str = "{outcome}/{kind}") -> str:
+    """An outcome with the kind that qualifies it: the one spelling every output shares.
+
+    Args:
+        outcome: the outcome as shown: its name (``error``) or its symbol (``❌``).
+        kind: what qualifies it (the ``kind`` of an ``error``); ``None`` or ``""`` for none.
+        form: how the two are joined when there is a kind (``str.format`` fields ``outcome``
+            and ``kind``). The spellings in use: ``"{outcome}/{kind}"``, ``error/pickle``
+            (reports, JUnit, ``harness explain``); ``"{outcome} ({kind})"``, ``error (pickle)``
+            (progress lines, ``harness reproduce``); ``"{outcome}: {kind}"``, ``error: pickle``
+            (the HTML page's words); ``"{outcome} {kind}"``, ``❌ pickle`` (a symbol and its
+            kind in the Markdown tables).
+
+    Returns:
+        ``form`` filled in, or ``outcome`` alone when ``kind`` is empty.
+    """
+    return form.format(outcome=outcome, kind=kind) if kind else outcome

@@ -12,6 +12,7 @@ import sys
 import time
 
 from harness._escape import terminal
+from harness._outcomes import outcome_label
 
 __all__ = ["Progress", "say"]
 
@@ -46,11 +47,11 @@ def _silence(stream) -> None:
 
 
 def _line(rec: dict) -> str:
-    kind = f" ({rec['kind']})" if rec.get("kind") else ""
+    outcome = outcome_label(rec["outcome"], rec.get("kind"), "{outcome} ({kind})")
     mark = "" if rec["matches"] else "  <-- expected " + rec["expected"]
     dur = rec.get("wall_s")
     took = f" {dur:.1f}s" if dur is not None else ""
-    return terminal(f"{rec['case']} [{rec['method']}]: {rec['outcome']}{kind}{took}{mark}", one_line=True)
+    return terminal(f"{rec['case']} [{rec['method']}]: {outcome}{took}{mark}", one_line=True)
 
 
 def _clock(seconds: float) -> str:

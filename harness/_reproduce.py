@@ -32,7 +32,7 @@ from pathlib import Path
 from harness._catalogue import Case, default_catalogue_dir
 from harness._classify import Verdict, classify
 from harness._escape import terminal
-from harness._outcomes import METHODS
+from harness._outcomes import METHODS, outcome_label
 from harness._policy import PROFILES, available_methods, resolve_method_alias
 from harness._runner import (
     DEFAULT_WORKERS,
@@ -110,7 +110,7 @@ class Reproduction:
         """The human report: outcome, root cause, hint and the end of stderr."""
         as_what = self.method if self.requested == self.method else f"{self.requested} ({self.method})"
         v = self.verdict
-        outcome = f"{v.outcome} ({v.kind})" if v.kind else v.outcome
+        outcome = outcome_label(v.outcome, v.kind, "{outcome} ({kind})")
         lines = [f"{self.script} under {as_what}: {outcome} after {self.duration_s:.1f} s"]
         if self.note:
             lines.append(f"note: {self.note}")

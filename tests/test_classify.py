@@ -187,7 +187,7 @@ def test_source_lines_quoted_in_a_traceback_are_not_evidence():
 
 def test_an_older_classifiers_verdict_is_re_derived_from_the_evidence():
     from harness._classify import CLASSIFIER_VERSION
-    from harness._merge import refresh_verdict
+    from harness.report.merge import refresh_verdict
 
     stderr = (DATA / "py314-main-attribute-spawn.txt").read_text()
     old = {"case": "entry-def-inside-main-guard", "method": "spawn", "outcome": "error", "kind": "worker-died",

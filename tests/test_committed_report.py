@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from harness._catalogue import discover
-from harness._merge import load_shards, merge
 from harness._policy import python_of
+from harness.report.merge import load_shards, merge
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "reports" / "COMPATIBILITY.md"

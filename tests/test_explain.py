@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness._catalogue import discover
 from harness._explain import code_lines, fix_diff
-from harness._merge import merge
+from harness.report.merge import merge
 
 DATA = Path(__file__).parent / "data"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from _shards import linux_shard, windows_shard
 
-from harness._junit import junit_xml
-from harness._merge import merge
+from harness.report.junit import junit_xml
+from harness.report.merge import merge
 
 
 def _parse(matrix: dict) -> ET.Element:

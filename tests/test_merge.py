@@ -14,7 +14,7 @@ import referencing
 from _shards import linux_shard, windows_shard, write
 
 from harness._cli import main
-from harness._merge import load_shards
+from harness.report.merge import load_shards
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "harness" / "schemas"
 SCRIPT = "<script>alert('x')</script> | a pipe"

@@ -13,9 +13,12 @@ import pytest
 from _shards import derive, linux_shard, windows_shard, write
 
 from harness._cli import main
-from harness._heatmap import render_heatmap
-from harness._merge import merge
-from harness._render import fmt_bytes, fmt_seconds, render_html, render_markdown, render_summary
+from harness.report.heatmap import render_heatmap
+from harness.report.markdown import render_markdown
+from harness.report.merge import merge
+from harness.report.page import render_html
+from harness.report.summary import render_summary
+from harness.report.views import fmt_bytes, fmt_seconds
 
 WARNED = "dataset-open-file-lazy"  # its in-process control really passed with a ResourceWarning
 

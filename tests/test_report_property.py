@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness._outcomes import METHODS
-from harness._report import write_report
 from harness._shard import read_shard, write_json_atomic
+from harness.report.pipeline import write_report
 
 OUTCOMES = ["pass", "error", "hang", "crash", "wrong", "unsupported", "skipped"]
 NASTY = ["|", "`", "\\", "<img src=x onerror=alert(1)>", "\udcfe", "\ud800", "\x1b[31m", "\x00", "\r\n", "\n\n",

@@ -6,7 +6,7 @@
      "platforms": [platform, ...], "cases": {id: {...}}, "results": [result, ...],
      "compatibility": [cell, ...], "rejected": [line, ...]}
 
-``compatibility`` is the default-method view of :mod:`harness._compat`; ``platforms`` says, per
+``compatibility`` is the default-method view of :mod:`harness.report.platforms`; ``platforms`` says, per
 column of the policy table, its default method and which runners were observed there.
 """
 
@@ -20,14 +20,15 @@ import jsonschema
 import referencing
 
 from harness._classify import CLASSIFIER_VERSION, reclassify
-from harness._compat import compatibility, platform_summary
 from harness._outcomes import METHODS, matches_expectation
 from harness._shard import SCHEMA_VERSION, NotAShard, ShardError, read_shard, schema
+from harness.report import JSONObject
+from harness.report.platforms import compatibility, platform_summary
 
 __all__ = ["load_shards", "merge", "refresh_verdict", "validate_matrix"]
 
 
-def refresh_verdict(record: dict) -> dict:
+def refresh_verdict(record: JSONObject) -> JSONObject:
     """``record`` with its verdict re-derived by this classifier when an older one made it.
 
     A shard keeps each cell's evidence (exit status, the cell's result, the stderr tail), so
@@ -48,7 +49,7 @@ def refresh_verdict(record: dict) -> dict:
     return new
 
 
-def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[tuple[Path, dict]], list[str]]:
+def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[tuple[Path, JSONObject]], list[str]]:
     """Read every ``*.json`` shard in ``shard_dir`` (each as :func:`harness._shard.read_shard` does).
 
     Args:
@@ -64,7 +65,7 @@ def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[t
         duplicate cell, or a second shard for the same runner id with different content).
     """
     shard_dir = Path(shard_dir)
-    valid: list[tuple[Path, dict]] = []
+    valid: list[tuple[Path, JSONObject]] = []
     rejected: list[str] = []
     if not shard_dir.is_dir():
         return valid, [f"{shard_dir}: shard directory does not exist"]
@@ -91,7 +92,7 @@ def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[t
     return valid, rejected
 
 
-def _carried(shard: dict) -> dict:
+def _carried(shard: JSONObject) -> JSONObject:
     """``carried_over`` (count) and ``oldest_observed_utc`` of a shard's results kept unchanged
     from earlier runs by ``harness run --changed``; ``{}`` when there are none."""
     carried = [r for r in shard["results"] if r.get("carried_over")]
@@ -101,11 +102,11 @@ def _carried(shard: dict) -> dict:
     return {"carried_over": len(carried), "oldest_observed_utc": stamps[0] if stamps else None}
 
 
-def merge(shards: list[tuple[Path, dict]], rejected: list[str] | None = None) -> dict:
+def merge(shards: list[tuple[Path, JSONObject]], rejected: list[str] | None = None) -> JSONObject:
     """Combine valid shards into the matrix document (results sorted by case, method, runner)."""
     runners = [s["runner"] | {"shard": p.name, "complete": s.get("complete", True), **_carried(s)} for p, s in shards]
-    cases: dict[str, dict] = {}
-    results: list[dict] = []
+    cases: dict[str, JSONObject] = {}
+    results: list[JSONObject] = []
     for _, shard in shards:
         for cid, meta in shard.get("cases", {}).items():
             cases.setdefault(cid, meta)
@@ -124,7 +125,7 @@ def merge(shards: list[tuple[Path, dict]], rejected: list[str] | None = None) ->
     }
 
 
-def validate_matrix(matrix: dict) -> list[str]:
+def validate_matrix(matrix: JSONObject) -> list[str]:
     """Check a matrix document against ``harness/schemas/matrix.schema.json``.
 
     The matrix schema refers to the shard schema's ``result`` definition, resolved locally

@@ -1,7 +1,7 @@
 """``harness report``: merge shards → matrix.json, COMPATIBILITY.md, matrix.html, junit.xml,
 matrix.png, and optionally the compact table appended to a CI job summary.
 
-A pipeline of small steps over one state dict, in the manner of nox's ``workflow.execute``:
+A pipeline of small steps over one :class:`_Report`, in the manner of nox's ``workflow.execute``:
 each step returns ``None`` to go on, or an ``int`` to end the run with that exit code.
 """
 
@@ -10,16 +10,21 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness._catalogue import CatalogueError, discover
 from harness._config import ConfigError
 from harness._config import catalogue_dirs as project_catalogue_dirs
 from harness._escape import terminal
-from harness._heatmap import MISSING_NOTE, render_heatmap
-from harness._junit import junit_xml
-from harness._merge import load_shards, merge, validate_matrix
-from harness._render import SUMMARY_LIMIT_BYTES, render_html, render_markdown, render_summary
+from harness.report import JSONObject
+from harness.report.heatmap import MISSING_NOTE, render_heatmap
+from harness.report.junit import junit_xml
+from harness.report.markdown import render_markdown
+from harness.report.merge import load_shards, merge, validate_matrix
+from harness.report.page import render_html
+from harness.report.summary import SUMMARY_LIMIT_BYTES, render_summary
+from harness.report.views import contradiction
 
 __all__ = ["write_report", "append_summary"]
 
@@ -34,13 +39,13 @@ def _say(line: str) -> None:
     print(f"harness report: {terminal(line, one_line=True)}", file=sys.stderr)
 
 
-def _matrix_json(matrix: dict) -> bytes:
+def _matrix_json(matrix: JSONObject) -> bytes:
     """``matrix.json``: strict JSON (no NaN) in ASCII, so any string, a lone surrogate
     included, round-trips as a ``\\uXXXX`` escape."""
     return (json.dumps(matrix, indent=1, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
 
 
-def append_summary(matrix: dict, path: Path, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> int:
+def append_summary(matrix: JSONObject, path: Path, limit_bytes: int = SUMMARY_LIMIT_BYTES) -> int:
     """Append the compact compatibility table to ``path`` (e.g. ``$GITHUB_STEP_SUMMARY``).
 
     The budget is ``limit_bytes`` minus what the file already holds, since GitHub's 1 MiB
@@ -60,27 +65,42 @@ def append_summary(matrix: dict, path: Path, limit_bytes: int = SUMMARY_LIMIT_BY
     return len(text.encode("utf-8"))
 
 
-def _load(state: dict) -> int | None:
-    if not Path(state["shard_dir"]).is_dir():
-        _say(f"--shards {state['shard_dir']}: shard directory does not exist; run 'harness run' first")
+@dataclass
+class _Report:
+    """What the steps of one ``harness report`` share: its options, then what each step made."""
+
+    shard_dir: Path
+    out_dir: Path
+    summary: Path | None
+    catalogue_dirs: list[Path] | None
+    shards: list[tuple[Path, JSONObject]] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)  # one line per rejected shard
+    matrix: JSONObject = field(default_factory=dict)
+    invalid: bool = False  # the matrix does not match its schema (a bug of the merge)
+    written: list[str] = field(default_factory=list)  # what the verdict line lists
+    summary_failed: bool = False
+
+
+def _load(state: _Report) -> int | None:
+    if not state.shard_dir.is_dir():
+        _say(f"--shards {state.shard_dir}: shard directory does not exist; run 'harness run' first")
         return 2
     notes: list[str] = []
-    shards, rejected = load_shards(state["shard_dir"], notes)
+    state.shards, state.rejected = load_shards(state.shard_dir, notes)
     for line in notes:
         _say(line)
-    for line in rejected:
+    for line in state.rejected:
         _say(f"rejected {line}")
-    state["shards"], state["rejected"] = shards, rejected
-    if not shards:
-        _say(f"no valid shard in {state['shard_dir']}; run 'harness run' first")
+    if not state.shards:
+        _say(f"no valid shard in {state.shard_dir}; run 'harness run' first")
         return 2
     return None
 
 
-def _coverage(state: dict) -> int | None:
+def _coverage(state: _Report) -> int | None:
     """Name the project's cases that no shard has a result for (see :func:`write_report`)."""
     try:
-        dirs = project_catalogue_dirs(state["catalogue_dirs"])
+        dirs = project_catalogue_dirs(state.catalogue_dirs)
         if dirs is None:
             return None
         catalogue = discover(dirs, import_root=Path.cwd())
@@ -89,30 +109,30 @@ def _coverage(state: dict) -> int | None:
         return 2
     for line in catalogue.errors:
         _say(line)
-    observed = {r["case"] for _, shard in state["shards"] for r in shard["results"]}
+    observed = {r["case"] for _, shard in state.shards for r in shard["results"]}
     for case in catalogue.cases:
         if case.id not in observed:
             _say(f"{case.path}: case {case.id!r} has no result in any shard; run 'harness run --cases {case.id}'")
     return None
 
 
-def _merge(state: dict) -> int | None:
-    state["matrix"] = merge(state["shards"], state["rejected"])
-    problems = validate_matrix(state["matrix"])
+def _merge(state: _Report) -> int | None:
+    state.matrix = merge(state.shards, state.rejected)
+    problems = validate_matrix(state.matrix)
     if problems:  # a bug in the merge, not bad input: say where, and still write the files
         _say(f"matrix.json does not match matrix.schema.json: {problems[0]}")
-        state["invalid"] = True
+        state.invalid = True
     return None
 
 
-def _write(state: dict) -> int | None:
-    out: Path = state["out_dir"]
+def _write(state: _Report) -> int | None:
+    out = state.out_dir
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _say(f"--out {out}: cannot create the report directory ({exc.strerror or exc})")
         return 2
-    matrix = state["matrix"]
+    matrix = state.matrix
     _write_bytes(out / "matrix.json", _matrix_json(matrix))
     _write_bytes(out / "COMPATIBILITY.md", render_markdown(matrix).encode("utf-8"))
     _write_bytes(out / "junit.xml", junit_xml(matrix))
@@ -120,45 +140,43 @@ def _write(state: dict) -> int | None:
     if not drawn:
         _say(MISSING_NOTE)
     _write_bytes(out / "matrix.html", render_html(matrix, heatmap="matrix.png" if drawn else None).encode("utf-8"))
-    state["written"] = ["matrix.json", "COMPATIBILITY.md", "matrix.html", "junit.xml"] + (["matrix.png"] if drawn else [])
+    state.written = ["matrix.json", "COMPATIBILITY.md", "matrix.html", "junit.xml"] + (["matrix.png"] if drawn else [])
     return None
 
 
-def _summary(state: dict) -> int | None:
-    if state.get("summary") is None:
+def _summary(state: _Report) -> int | None:
+    if state.summary is None:
         return None
     try:
-        size = append_summary(state["matrix"], state["summary"])
+        size = append_summary(state.matrix, state.summary)
     except (OSError, ValueError) as exc:
-        _say(f"--summary {state['summary']}: cannot append: {exc}")
-        state["summary_failed"] = True
+        _say(f"--summary {state.summary}: cannot append: {exc}")
+        state.summary_failed = True
         return None
-    state["written"].append(f"{size} bytes appended to {state['summary']}")
+    state.written.append(f"{size} bytes appended to {state.summary}")
     return None
 
 
-def _verdict(state: dict) -> int:
-    matrix = state["matrix"]
+def _verdict(state: _Report) -> int:
+    matrix = state.matrix
     mismatches = [r for r in matrix["results"] if not r["matches"]]
-    lines = [f"harness report: {len(state['shards'])} shard(s), {len(matrix['results'])} cells, "
-             f"{len(mismatches)} contradict expectations -> {state['out_dir']}: {', '.join(state['written'])}"]
+    lines = [f"harness report: {len(state.shards)} shard(s), {len(matrix['results'])} cells, "
+             f"{len(mismatches)} contradict expectations -> {state.out_dir}: {', '.join(state.written)}"]
     broken = sorted({(r["case"], r["runner"]) for r in mismatches if r.get("broken")})
     for case, runner in broken:
         lines.append(f"  BROKEN {case} on {runner}: its in-process control did not pass (a case defect, not a finding)")
     for r in mismatches:
         if r.get("broken"):
             continue
-        lines.append(f"  MISMATCH {r['case']} [{r['method']}] on {r['runner']}: expected {r['expected']}"
-                     f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
-                     f"{'/' + r['kind'] if r['kind'] else ''}")
+        lines.append(f"  MISMATCH {r['case']} [{r['method']}] on {r['runner']}: {contradiction(r)}")
     for line in lines:
         print(terminal(line, one_line=True))
-    if state["rejected"] or state.get("summary_failed") or state.get("invalid"):
+    if state.rejected or state.summary_failed or state.invalid:
         return 2
     return 1 if mismatches else 0
 
 
-_STEPS: tuple[Callable[[dict], int | None], ...] = (_load, _coverage, _merge, _write, _summary)
+_STEPS: tuple[Callable[[_Report], int | None], ...] = (_load, _coverage, _merge, _write, _summary)
 
 
 def write_report(shard_dir: Path, out_dir: Path, summary: Path | None = None,
@@ -188,9 +206,8 @@ def write_report(shard_dir: Path, out_dir: Path, summary: Path | None = None,
         named on stderr, in one line), no valid shard was found, or the summary could not be
         appended. The report still covers the valid shards.
     """
-    state: dict = {"shard_dir": Path(shard_dir), "out_dir": Path(out_dir),
-                   "summary": Path(summary) if summary is not None else None,
-                   "catalogue_dirs": catalogue_dirs}
+    state = _Report(Path(shard_dir), Path(out_dir), Path(summary) if summary is not None else None,
+                    catalogue_dirs)
     for step in _STEPS:
         code = step(state)
         if code is not None:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from _shards import derive, linux_shard, windows_shard
 
-from harness._compat import compatibility, platform_summary
-from harness._merge import merge, validate_matrix
 from harness._policy import PLATFORMS, platform_of, platform_of_runner, resolve_method_alias
+from harness.report.merge import merge, validate_matrix
+from harness.report.platforms import compatibility, platform_summary
 
 
 def _merged(*shards: dict) -> dict:
@@ -144,7 +144,7 @@ def test_an_observed_runner_wins_over_an_emulated_one():
 
 
 def test_markdown_shows_the_three_provenances_apart():
-    from harness._render import render_markdown
+    from harness.report.markdown import render_markdown
 
     linux = linux_shard()
     md = render_markdown(_merged(linux, _emulating(linux, "macos")))
