@@ -27,14 +27,11 @@ import jsonschema
 
 from harness._config import ConfigError, catalogue_dirs
 from harness._shard import schema
+from harness.errors import CatalogueError
 
 __all__ = ["Case", "CatalogueError", "Catalogue", "discover", "default_catalogue_dir", "open_catalogue", "select"]
 
 REQUIRED = ("id", "family", "title", "why", "expect", "sources")
-
-
-class CatalogueError(Exception):
-    """A case module that cannot be read; ``str()`` is one line naming the file."""
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,7 @@ from harness._walker import (
     roundtrip,
     user_code_guard,
 )
+from harness.errors import TargetError
 
 __all__ = [
     "DEFAULT_MEMORY_GIB",
@@ -141,10 +142,6 @@ DEFAULT_MEMORY_GIB = 4.0
 MEMORY_ENV = "HARNESS_DIAGNOSE_MEMORY_GIB"
 
 Progress = Callable[[str], None]
-
-
-class TargetError(Exception):
-    """The target cannot be resolved; ``str()`` is one line naming what failed."""
 
 
 # -- target resolution ------------------------------------------------------------------------
