@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TextIO
 
 from harness._escape import terminal
 
@@ -19,22 +20,37 @@ __all__ = ["Progress", "say"]
 CI_STEP = 0.1
 
 
-def say(line: str, *, stream=None) -> bool:
-    """Print one line of a run's output, made safe for a terminal (:func:`harness._escape.terminal`).
+def say(text: str, *, command: str | None = None, stream: TextIO | None = None) -> bool:
+    """Print one line of the harness's output: the one printer of every ``harness`` command.
 
-    Output never stops a run: a closed pipe (``harness run 2>&1 | head -1``) or any other
-    error writing it is swallowed. Returns whether the line was written.
+    The line is made safe for a terminal and kept on one line
+    (:func:`harness._escape.terminal` with ``one_line``): names and messages may come from
+    user code or another machine's shard.
+
+    Output never stops a command: a closed pipe (``harness run 2>&1 | head -1``) or any other
+    error writing it is swallowed.
+
+    Args:
+        text: what to say.
+        command: say it as a message of that ``harness`` command,
+            ``harness <command>: <text>`` (``""``: ``harness: <text>``); ``None``: the text alone.
+        stream: where to write it (default: ``sys.stderr`` at the time of the call).
+
+    Returns:
+        Whether the line was written.
     """
     stream = sys.stderr if stream is None else stream
+    if command is not None:
+        text = f"harness{' ' if command else ''}{command}: {text}"
     try:
-        print(terminal(line), file=stream, flush=True)
+        print(terminal(text, one_line=True), file=stream, flush=True)
         return True
     except (OSError, ValueError):
         _silence(stream)
         return False
 
 
-def _silence(stream) -> None:
+def _silence(stream: TextIO) -> None:
     """Point a broken stream's file descriptor at the null device, so that the interpreter's
     final flush cannot fail too (which would make the exit status 120)."""
     try:
@@ -160,8 +176,8 @@ class Progress:
                 while self._next_ci <= frac:
                     self._next_ci += CI_STEP
                 elapsed = time.monotonic() - self._t0
-                print(f"harness run: {self.done}/{self.total} cells, {_clock(elapsed)} elapsed, "
-                      f"about {eta_text} left", file=sys.stderr, flush=True)
+                say(f"{self.done}/{self.total} cells, {_clock(elapsed)} elapsed, about {eta_text} left",
+                    command="run")
         else:
             print(f"[{self.done}/{self.total}] {_line(rec)}", file=sys.stderr, flush=True)
 

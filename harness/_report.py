@@ -8,7 +8,6 @@ each step returns ``None`` to go on, or an ``int`` to end the run with that exit
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from harness._escape import terminal
 from harness._heatmap import MISSING_NOTE, render_heatmap
 from harness._junit import junit_xml
 from harness._merge import load_shards, merge, validate_matrix
+from harness._progress import say
 from harness._render import SUMMARY_LIMIT_BYTES, render_html, render_markdown, render_summary
 
 __all__ = ["write_report", "append_summary"]
@@ -31,7 +31,7 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 
 def _say(line: str) -> None:
-    print(f"harness report: {terminal(line, one_line=True)}", file=sys.stderr)
+    say(line, command="report")
 
 
 def _matrix_json(matrix: dict) -> bytes:
