@@ -46,10 +46,12 @@ from harness._classify import (
     evidence_of,
 )
 from harness._containment import child_env, reap_orphans, track, track_dir, untrack, untrack_dir
+from harness._options import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS
 from harness._outcomes import IN_PROCESS, matches_expectation
 from harness._policy import Platform, available_methods, current_os, platform_of, profile
 from harness._proctree import TreeSampler, kill_tree
 from harness._template import Template, TemplateError, WarmChild, warm_available
+from harness.errors import UsageError
 
 __all__ = [
     "CellRun",
@@ -73,8 +75,6 @@ __all__ = [
     "run_one",
 ]
 
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_WORKERS = 2
 ISOLATIONS = ("warm", "fresh")
 SAMPLE_INTERVAL_S = 0.05  # memory samples and timeout checks; an exit wakes the watcher at once
 KILL_WAIT_S = 10.0  # seconds to wait for a killed cell to be reaped
@@ -260,12 +260,12 @@ def resolve_isolation(requested: str | None = "auto") -> str:
             available (Windows, macOS) falls back to ``fresh``.
 
     Raises:
-        ValueError: ``requested`` is none of these.
+        UsageError: ``requested`` is none of these (also a ``ValueError``).
     """
     if requested in (None, "auto"):
         return "warm" if warm_available() else "fresh"
     if requested not in ISOLATIONS:
-        raise ValueError(f"unknown isolation {requested!r} (choose from auto, {', '.join(ISOLATIONS)})")
+        raise UsageError(f"unknown isolation {requested!r} (choose from auto, {', '.join(ISOLATIONS)})")
     return "warm" if requested == "warm" and warm_available() else "fresh"
 
 

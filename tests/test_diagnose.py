@@ -182,11 +182,12 @@ def test_bad_targets_exit_2_with_one_line(capsys, monkeypatch, target, words):
     assert words in err
 
 
-def test_usage_error_for_a_method_that_pickles_nothing(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["diagnose", str(USER / "loader_safe.py:make_loader"), "--method", "fork"])
-    assert info.value.code == 2
-    assert "--method" in capsys.readouterr().err
+@pytest.mark.parametrize("flag", ["--start-method", "--method"])
+def test_usage_error_for_a_method_that_pickles_nothing(capsys, flag):
+    rc, out, err = run(capsys, str(USER / "loader_safe.py:make_loader"), flag, "fork")
+    assert (rc, out) == (2, "")
+    assert err == (f"harness diagnose: {flag} 'fork' resolves to 'fork', which pickles nothing at worker start; "
+                   "choose one of spawn, forkserver or a platform that uses them\n")
 
 
 def test_cli_entry_point_end_to_end():

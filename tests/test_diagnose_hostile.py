@@ -223,10 +223,9 @@ def test_a_bad_memory_bound_is_a_usage_error(capsys, monkeypatch, value):
 
 
 def test_timeout_must_be_a_positive_number(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["diagnose", str(USER / "loader_safe.py:make_loader"), "--timeout", "0"])
-    assert info.value.code == 2
-    assert "--timeout" in capsys.readouterr().err
+    rc, out, err = run(capsys, str(USER / "loader_safe.py:make_loader"), "--timeout", "0")
+    assert (rc, out) == (2, "")
+    assert err == "harness diagnose: argument --timeout: must be a finite number > 0, got '0'\n"
 
 
 # -- a 100,000-node reference cycle --------------------------------------------------------------
