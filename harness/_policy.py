@@ -1,7 +1,7 @@
 """The one platform policy table: which start methods exist, and which is the default.
 
 Each row is also a *platform profile*: the settings that make that platform's workers behave
-as they do, which ``harness run --profile``, ``harness reproduce --method`` and the pytest
+as they do, which ``harness run --profile``, ``harness reproduce --start-method`` and the pytest
 plugin reproduce on another OS (emulation, never called an observation):
 
 * the start methods that exist there, and the default one;

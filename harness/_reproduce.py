@@ -74,7 +74,7 @@ class Reproduction:
     Attributes:
         script: the script as given.
         method: the start method it ran under.
-        requested: the ``--method`` value as given (a method or a platform alias).
+        requested: the ``--start-method`` value as given (a method or a platform alias).
         verdict: outcome, kind, message and root cause, as the matrix classifies a cell.
         duration_s: seconds from launch to exit (interpreter start-up included).
         hint: the fix hint naming the matching catalogue case, or ``None`` on ``pass``.
@@ -126,7 +126,7 @@ class Reproduction:
 
 
 def python_note(name: str, python: tuple[int, int] | None = None) -> str | None:
-    """What ``--method name`` does not replay on this Python, or ``None``.
+    """What ``--start-method name`` does not replay on this Python, or ``None``.
 
     A platform alias tied to a Python range (``linux-py3.14``: Python 3.14 and later;
     ``linux``, ``linux-py3.13``: up to 3.13) replays that platform's default start method on
@@ -134,7 +134,7 @@ def python_note(name: str, python: tuple[int, int] | None = None) -> str | None:
     no longer pickle; ``harness diagnose`` lists them as hazards).
 
     Args:
-        name: the ``--method`` value.
+        name: the ``--start-method`` value.
         python: ``(major, minor)`` of the interpreter; default this one.
     """
     from harness import _policy
@@ -147,7 +147,7 @@ def python_note(name: str, python: tuple[int, int] | None = None) -> str | None:
     version = plat.python_min if here < plat.python_min else plat.python_max
     them = f"Python {version[0]}.{version[1]}"
     hazards = " (harness diagnose lists what it will no longer pickle as hazards)" if here < plat.python_min else ""
-    return (f"--method {name} on Python {here[0]}.{here[1]} applies {them}'s start method ({plat.default_method}), "
+    return (f"--start-method {name} on Python {here[0]}.{here[1]} applies {them}'s start method ({plat.default_method}), "
             f"not {them}'s pickling rules; run on {them} for those{hazards}")
 
 

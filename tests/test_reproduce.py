@@ -201,10 +201,10 @@ def test_a_platform_of_another_python_says_what_it_does_not_replay():
     from harness._reproduce import python_note
 
     assert python_note("linux-py3.14", (3, 11)) == (
-        "--method linux-py3.14 on Python 3.11 applies Python 3.14's start method (forkserver), not Python 3.14's "
+        "--start-method linux-py3.14 on Python 3.11 applies Python 3.14's start method (forkserver), not Python 3.14's "
         "pickling rules; run on Python 3.14 for those (harness diagnose lists what it will no longer pickle as hazards)")
     assert python_note("linux", (3, 14)) == (
-        "--method linux on Python 3.14 applies Python 3.13's start method (fork), not Python 3.13's pickling rules; "
+        "--start-method linux on Python 3.14 applies Python 3.13's start method (fork), not Python 3.13's pickling rules; "
         "run on Python 3.13 for those")
     for same in (("linux-py3.14", (3, 14)), ("linux", (3, 12)), ("spawn", (3, 11)), ("windows", (3, 11)),
                  ("macos", (3, 14))):
@@ -213,9 +213,9 @@ def test_a_platform_of_another_python_says_what_it_does_not_replay():
 
 @pytest.mark.skipif(sys.version_info >= (3, 14), reason="3.14 replays itself")
 def test_reproduce_as_linux_py314_on_an_older_python_prints_the_note(capsys):
-    rc, out, _ = run(capsys, str(USER / "clean.py"), "--method", "linux-py3.14", "--timeout", "60")
+    rc, out, _ = run(capsys, str(USER / "clean.py"), "--start-method", "linux-py3.14", "--timeout", "60")
     lines = out.splitlines()
     assert rc == 0
     assert lines[0].startswith(f"{USER / 'clean.py'} under linux-py3.14 (forkserver): pass after ")
-    assert lines[1].startswith("note: --method linux-py3.14 on Python 3.")
+    assert lines[1].startswith("note: --start-method linux-py3.14 on Python 3.")
     assert "applies Python 3.14's start method (forkserver), not Python 3.14's pickling rules" in lines[1]
