@@ -154,7 +154,6 @@ def _literal(node: ast.AST, path: Path):
 
 
 _PYTHON_CONDITION = re.compile(r"^(>=|<=|==|>|<)\s*3\.([0-9]{1,3})$")
-SHARING_STRATEGIES = ("file_descriptor", "file_system")
 
 
 def _condition_holds(entry: dict, python: tuple[int, int], sharing_strategy: str) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness._outcomes import IN_PROCESS, METHODS
+from harness._outcomes import METHODS
 from harness._policy import PROFILES, available_methods, resolve_method_alias
 from harness.errors import UsageError
 
@@ -56,11 +56,8 @@ DEFAULT_REPORT_DIR = Path("reports")
 #: The report ``explain`` reads observed outcomes from.
 DEFAULT_MATRIX = DEFAULT_REPORT_DIR / "matrix.json"
 
-_WORKER_METHODS = tuple(m for m in METHODS if m != IN_PROCESS)
-
-
 def resolve_start_method(name: str, *, option: str = "--start-method", platforms: bool = True,
-                         allowed: Sequence[str] = _WORKER_METHODS, available: bool = False) -> str:
+                         allowed: Sequence[str] | None = None, available: bool = False) -> str:
     """The start method ``name`` stands for: ``fork``, ``spawn`` or ``forkserver`` as it is, a
     platform alias (``windows``, ``macos``, ``linux``, ``linux-py3.13``, ``linux-py3.14``, or a
     platform id of :data:`harness._policy.PLATFORMS`) as that platform's default start method
@@ -69,9 +66,9 @@ def resolve_start_method(name: str, *, option: str = "--start-method", platforms
     Args:
         name: the value given.
         option: the option or argument the value came from, named in the error.
-        platforms: accept platform aliases (``harness run`` takes start methods only).
-        allowed: the start methods accepted, after resolving an alias; ``in-process`` (no
-            workers) only where it is listed.
+        platforms: accept platform aliases; without them, ``name`` must be one of ``allowed``
+            (default: the matrix columns, ``in-process`` included, as ``harness run`` takes).
+        allowed: the start methods accepted, after resolving an alias (default: every one).
         available: also require that this interpreter offers the start method
             (:func:`multiprocessing.get_all_start_methods`).
 
@@ -80,14 +77,15 @@ def resolve_start_method(name: str, *, option: str = "--start-method", platforms
             or (with ``available``) one this platform does not have.
     """
     if not platforms:
-        if name not in allowed:
-            raise UsageError(f"{option}: unknown start method {name!r} (choose from {', '.join(allowed)})")
+        choices = METHODS if allowed is None else allowed
+        if name not in choices:
+            raise UsageError(f"{option}: unknown start method {name!r} (choose from {', '.join(choices)})")
         return name
     try:
         method = resolve_method_alias(name)
     except ValueError as exc:
         raise UsageError(f"{option}: {exc}") from None
-    if method not in allowed:
+    if allowed is not None and method not in allowed:
         why = "pickles nothing at worker start" if method == "fork" else "is not accepted here"
         raise UsageError(f"{option} {name!r} resolves to {method!r}, which {why}; choose one of "
                          f"{', '.join(allowed)} or a platform that uses them")

@@ -674,7 +674,7 @@ def run_cells(specs: list[CellSpec], runner_id: str, jobs: int,
 
     A cell holds one of ``jobs`` permits while it runs; a cell that goes idle (see
     :class:`Slot`) hands its permit to the next cell. Put the longest cells first (see
-    :func:`harness._schedule.order`) so no core idles at the end.
+    :func:`harness._schedule.longest_first`) so no core idles at the end.
 
     Args:
         specs: the cells, in start order.

@@ -352,11 +352,6 @@ class WarmChild:
         """Block up to ``timeout`` seconds (``None``: forever); True once the child is reaped."""
         return self._exited.wait(timeout)
 
-    @property
-    def done(self) -> bool:
-        """Whether the template reported the exit (or died)."""
-        return self._exited.is_set()
-
 
 class Template:
     """Harness-side handle of one template process (see the module docstring).
