@@ -10,9 +10,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TextIO
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness._escape import terminal
+
+if TYPE_CHECKING:  # pragma: no cover - rich is imported only for a terminal
+    from rich.progress import Progress as RichProgress
+    from rich.progress import Task, TaskID
 
 __all__ = ["Progress", "say"]
 
@@ -61,7 +66,7 @@ def _silence(stream: TextIO) -> None:
         pass
 
 
-def _line(rec: dict) -> str:
+def _line(rec: dict[str, Any]) -> str:
     kind = f" ({rec['kind']})" if rec.get("kind") else ""
     mark = "" if rec["matches"] else "  <-- expected " + rec["expected"]
     dur = rec.get("wall_s")
@@ -100,8 +105,8 @@ class Progress:
         self.jobs = max(1, jobs)
         self.ci = bool(os.environ.get("CI"))
         self.interactive = sys.stderr.isatty() and not self.ci
-        self._bar = None
-        self._task = None
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
         self._t0 = time.monotonic()
         self._next_ci = CI_STEP
         self._quiet = False
@@ -131,7 +136,7 @@ class Progress:
             class _Eta(ProgressColumn):
                 """The ETA, recomputed at every refresh (it grows while a long cell runs)."""
 
-                def render(self, task) -> Text:  # noqa: ARG002 - one task
+                def render(self, task: Task) -> Text:  # noqa: ARG002 - one task
                     eta = outer.eta_s()
                     return Text(f"ETA {_clock(eta) if eta is not None else '?'}", style="cyan")
 
@@ -145,7 +150,7 @@ class Progress:
                                             cells=f"{self.done}/{self.total}")
         return self
 
-    def advance(self, rec: dict, expected_s: float = 1.0) -> None:
+    def advance(self, rec: dict[str, Any], expected_s: float = 1.0) -> None:
         """Record one finished cell that was expected to take ``expected_s`` seconds.
 
         Output errors (a closed stderr pipe) end the display, never the run.
@@ -160,10 +165,10 @@ class Progress:
             self._quiet = True
             _silence(sys.stderr)
 
-    def _show(self, rec: dict) -> None:
+    def _show(self, rec: dict[str, Any]) -> None:
         eta = self.eta_s()
         eta_text = _clock(eta) if eta is not None else "?"
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.update(self._task, completed=self.work_done, description=_line(rec),
                              cells=f"{self.done}/{self.total}")
             if not rec["matches"]:
@@ -181,9 +186,10 @@ class Progress:
         else:
             print(f"[{self.done}/{self.total}] {_line(rec)}", file=sys.stderr, flush=True)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if self._bar is not None:
             try:
-                self._bar.__exit__(*exc)
+                self._bar.__exit__(exc_type, exc, tb)
             except (OSError, ValueError):
                 self._quiet = True

@@ -31,10 +31,12 @@ if TYPE_CHECKING:  # pragma: no cover
     import pytest
 
     from harness._diagnose import Diagnosis
+    from harness._policy import Platform
+    from harness._runner import emulated_temp_dir
 
 __all__ = ["assert_spawn_safe", "pytest_addoption", "pytest_configure", "pytest_unconfigure"]
 
-_TEMP_DIR = None  # the emulated long TMPDIR of the session, closed at unconfigure
+_TEMP_DIR: emulated_temp_dir | None = None  # the emulated long TMPDIR of the session, closed at unconfigure
 
 
 def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosis:
@@ -133,7 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _apply_profile(emulating)
 
 
-def _apply_profile(emulating: Any) -> None:
+def _apply_profile(emulating: Platform) -> None:
     """Give this process, and every interpreter it starts, the profile's sharing strategy and
     temp-path length (workers run :mod:`harness._cellsite`'s start-up hook through ``PYTHONPATH``)."""
     import os
