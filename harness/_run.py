@@ -15,6 +15,7 @@ from typing import NoReturn
 from harness._catalogue import Case, CatalogueError, open_catalogue, select
 from harness._containment import watchdog_cpu_s
 from harness._inputs import InputHasher
+from harness._options import resolve_start_method
 from harness._outcomes import METHODS
 from harness._policy import profile as _profile
 from harness._progress import Progress, say
@@ -172,8 +173,7 @@ def run_catalogue(
     if changed and resume:
         return fail("--changed and --resume: choose one")
     for m in methods or ():
-        if m not in METHODS:
-            return fail(f"--methods: unknown start method {m!r} (choose from {', '.join(METHODS)})")
+        resolve_start_method(m, platforms=False)
     try:
         mode = resolve_isolation(isolation)
     except ValueError as exc:
@@ -246,7 +246,7 @@ def run_catalogue(
     kept = sum(1 for r in (previous or {}).get("results", ()) if r["case"] in by_id
                and (r["case"], r["method"]) not in owned)
     if kept and not resume:
-        # A narrower run (--cases, --methods) replaces only the cells it runs: the other cells
+        # A narrower run (--cases, --start-method) replaces only the cells it runs: the other cells
         # already observed in this runner's shard are kept, never silently dropped.
         say(f"keeping {kept} cell(s) of {shard_path} that this selection does not run", command="run")
     writer = ShardWriter(shard_path, runner=runner, table=table, owned=owned, initial=previous,

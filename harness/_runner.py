@@ -50,6 +50,7 @@ from harness._options import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS
 from harness._outcomes import IN_PROCESS, matches_expectation
 from harness._policy import Platform, available_methods, current_os, platform_of, profile
 from harness._proctree import TreeSampler, kill_tree
+from harness._progress import say
 from harness._template import Template, TemplateError, WarmChild, warm_available
 from harness.errors import UsageError
 
@@ -398,7 +399,7 @@ def _become_subreaper() -> bool:
 def _warn_once(line: str) -> None:
     if line not in _WARNED:
         _WARNED.add(line)
-        print(f"harness: {line}", file=sys.stderr, flush=True)
+        say(line, command="")
 
 
 def launch_cell(spec: CellSpec, *, template: Template | None = None,

@@ -1,6 +1,6 @@
 """Saving a run's results into its runner's shard, so that no observed result is ever lost.
 
-A shard file is shared: a narrower run (``--cases``, ``--methods``), a resumed run and a
+A shard file is shared: a narrower run (``--cases``, ``--start-method``), a resumed run and a
 concurrent run into the same ``--out`` all write the same runner's shard. Every save
 therefore happens under a file lock (``filelock``; the lock file is ``.<shard>.lock`` beside
 the shard) and merges with what is on disk at that moment:
