@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for command in COMMANDS:
-        sub_parser = sub.add_parser(command.name, help=command.help, usage=command.usage,
-                                    epilog=command.epilog)
+        sub_parser = sub.add_parser(
+            command.name, help=command.help, usage=command.usage, epilog=command.epilog
+        )
         for option in command.options:
             option.add_to(sub_parser)
     return parser
@@ -102,7 +103,9 @@ def _interrupt_on_signals() -> Iterator[None]:
             stopping.set()
             raise KeyboardInterrupt
 
-    signals = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    signals = [signal.SIGINT, signal.SIGTERM] + (
+        [signal.SIGHUP] if hasattr(signal, "SIGHUP") else []
+    )
     old = {sig: signal.signal(sig, interrupt) for sig in signals}
     try:
         yield
@@ -113,7 +116,11 @@ def _interrupt_on_signals() -> Iterator[None]:
 
 def _start_method_flag(args: argparse.Namespace) -> str:
     """The spelling of the start-method option that was used (``--start-method`` if none)."""
-    return getattr(args, "methods_flag", None) or getattr(args, "method_flag", None) or "--start-method"
+    return (
+        getattr(args, "methods_flag", None)
+        or getattr(args, "method_flag", None)
+        or "--start-method"
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -122,9 +129,17 @@ def _run(args: argparse.Namespace) -> int:
     for method in args.methods or ():
         resolve_start_method(method, option=_start_method_flag(args), platforms=False)
     return run_catalogue(
-        patterns=args.cases, families=args.families, methods=args.methods, out_dir=args.out,
-        timeout_s=args.timeout, jobs=args.jobs, catalogue_dir=args.catalogue,
-        isolation=args.isolation, resume=args.resume, changed=args.changed, profile=args.profile,
+        patterns=args.cases,
+        families=args.families,
+        methods=args.methods,
+        out_dir=args.out,
+        timeout_s=args.timeout,
+        jobs=args.jobs,
+        catalogue_dir=args.catalogue,
+        isolation=args.isolation,
+        resume=args.resume,
+        changed=args.changed,
+        profile=args.profile,
         timeout_scale=args.timeout_scale,
     )
 
@@ -151,8 +166,13 @@ def _diagnose(args: argparse.Namespace) -> int:
     from harness._diagnose import DIAGNOSE_METHODS, diagnose_command
 
     resolve_start_method(args.method, option=_start_method_flag(args), allowed=DIAGNOSE_METHODS)
-    return diagnose_command(args.target, method=args.method, output_format=args.format,
-                            num_workers=args.num_workers, timeout_s=args.timeout)
+    return diagnose_command(
+        args.target,
+        method=args.method,
+        output_format=args.format,
+        num_workers=args.num_workers,
+        timeout_s=args.timeout,
+    )
 
 
 def _classify(args: argparse.Namespace) -> int:
@@ -165,14 +185,24 @@ def _reproduce(args: argparse.Namespace) -> int:
     from harness._reproduce import reproduce_command
 
     resolve_start_method(args.method, option=_start_method_flag(args), available=True)
-    return reproduce_command(args.script, method=args.method, timeout_s=args.timeout,
-                             as_json=args.json, argv=args.script_args)
+    return reproduce_command(
+        args.script,
+        method=args.method,
+        timeout_s=args.timeout,
+        as_json=args.json,
+        argv=args.script_args,
+    )
 
 
 #: The task function of each subcommand of :data:`harness._options.COMMANDS`.
 _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": _run, "report": _report, "list": _list, "explain": _explain, "diagnose": _diagnose,
-    "classify": _classify, "reproduce": _reproduce,
+    "run": _run,
+    "report": _report,
+    "list": _list,
+    "explain": _explain,
+    "diagnose": _diagnose,
+    "classify": _classify,
+    "reproduce": _reproduce,
 }
 
 

@@ -56,8 +56,15 @@ DEFAULT_REPORT_DIR = Path("reports")
 #: The report ``explain`` reads observed outcomes from.
 DEFAULT_MATRIX = DEFAULT_REPORT_DIR / "matrix.json"
 
-def resolve_start_method(name: str, *, option: str = "--start-method", platforms: bool = True,
-                         allowed: Sequence[str] | None = None, available: bool = False) -> str:
+
+def resolve_start_method(
+    name: str,
+    *,
+    option: str = "--start-method",
+    platforms: bool = True,
+    allowed: Sequence[str] | None = None,
+    available: bool = False,
+) -> str:
     """The start method ``name`` stands for: ``fork``, ``spawn`` or ``forkserver`` as it is, a
     platform alias (``windows``, ``macos``, ``linux``, ``linux-py3.13``, ``linux-py3.14``, or a
     platform id of :data:`harness._policy.PLATFORMS`) as that platform's default start method
@@ -79,7 +86,9 @@ def resolve_start_method(name: str, *, option: str = "--start-method", platforms
     if not platforms:
         choices = METHODS if allowed is None else allowed
         if name not in choices:
-            raise UsageError(f"{option}: unknown start method {name!r} (choose from {', '.join(choices)})")
+            raise UsageError(
+                f"{option}: unknown start method {name!r} (choose from {', '.join(choices)})"
+            )
         return name
     try:
         method = resolve_method_alias(name)
@@ -87,10 +96,14 @@ def resolve_start_method(name: str, *, option: str = "--start-method", platforms
         raise UsageError(f"{option}: {exc}") from None
     if allowed is not None and method not in allowed:
         why = "pickles nothing at worker start" if method == "fork" else "is not accepted here"
-        raise UsageError(f"{option} {name!r} resolves to {method!r}, which {why}; choose one of "
-                         f"{', '.join(allowed)} or a platform that uses them")
+        raise UsageError(
+            f"{option} {name!r} resolves to {method!r}, which {why}; choose one of "
+            f"{', '.join(allowed)} or a platform that uses them"
+        )
     if available and method not in available_methods():
-        raise UsageError(f"{option} {name}: start method {method!r} does not exist on this platform")
+        raise UsageError(
+            f"{option} {name}: start method {method!r} does not exist on this platform"
+        )
     return method
 
 
@@ -99,9 +112,13 @@ def _positive(text: str, integer: bool) -> float:
     try:
         value = int(text) if integer else float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not {'an integer' if integer else 'a number'}: {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"not {'an integer' if integer else 'a number'}: {text!r}"
+        ) from None
     if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be {'' if integer else 'a finite number '}> 0, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be {'' if integer else 'a finite number '}> 0, got {text!r}"
+        )
     return value
 
 
@@ -118,8 +135,13 @@ class _RecordFlag(argparse.Action):
     error about the value names the option as the user wrote it (``--method`` or
     ``--start-method``)."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         setattr(namespace, self.dest, values)
         setattr(namespace, f"{self.dest}_flag", option_string)
 
@@ -160,8 +182,9 @@ class Option:
             kwargs = {**kwargs, "dest": self.dest, "action": _RecordFlag}
         parser.add_argument(*self.flags, **kwargs)
         if self.aliases:
-            parser.add_argument(*self.aliases, **{**kwargs, "default": argparse.SUPPRESS,
-                                                  "help": argparse.SUPPRESS})
+            parser.add_argument(
+                *self.aliases, **{**kwargs, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+            )
 
 
 @dataclass(frozen=True)
@@ -177,100 +200,214 @@ class Command:
 
 def _timeout(help: str) -> Option:
     """``--timeout S``: ``run``, ``diagnose`` and ``reproduce`` each say what it bounds."""
-    return Option(("--timeout",), help, DEFAULT_TIMEOUT_S, settings={"type": _positive_float, "metavar": "S"})
+    return Option(
+        ("--timeout",), help, DEFAULT_TIMEOUT_S, settings={"type": _positive_float, "metavar": "S"}
+    )
 
 
 def _start_method(alias: str, help: str, default: str | None, dest: str, **settings: Any) -> Option:
     """``--start-method``, with ``alias``, the spelling it replaced, still accepted."""
-    return Option(("--start-method",), f"{help}; also spelled {alias}", default, (alias,),
-                  {"metavar": "METHOD", "dest": dest, **settings})
+    return Option(
+        ("--start-method",),
+        f"{help}; also spelled {alias}",
+        default,
+        (alias,),
+        {"metavar": "METHOD", "dest": dest, **settings},
+    )
 
 
-CATALOGUE = Option(("--catalogue",), "a directory of case modules (repeatable; default: the [tool.harness] "
-                   "catalogue of ./pyproject.toml, else the built-in catalogue)",
-                   settings={"type": Path, "action": "append", "metavar": "DIR"})
+CATALOGUE = Option(
+    ("--catalogue",),
+    "a directory of case modules (repeatable; default: the [tool.harness] "
+    "catalogue of ./pyproject.toml, else the built-in catalogue)",
+    settings={"type": Path, "action": "append", "metavar": "DIR"},
+)
 JSON_OBJECT = Option(("--json",), "print one JSON object", settings={"action": "store_true"})
-PLATFORM_NAMES = "fork, spawn, forkserver, or a platform: windows, macos, linux, linux-py3.14"
+_PLATFORM_NAMES = "fork, spawn, forkserver, or a platform: windows, macos, linux, linux-py3.14"
 
-RUN = Command("run", "run the catalogue under every start method and write a shard", (
-    Option(("--cases",), "case ids or globs (default: all)", settings={"nargs": "+", "metavar": "ID_OR_GLOB"}),
-    Option(("--families",), "only these families", settings={"nargs": "+", "metavar": "FAMILY"}),
-    _start_method("--methods", f"start methods to run (default: all of {', '.join(METHODS)})", None,
-                  "methods", nargs="+"),
-    _timeout("per-cell timeout in seconds (default: {default})"),
-    Option(("--jobs",), "cells run in parallel (default: usable CPU count)",
-           settings={"type": _positive_int, "metavar": "N"}),
-    Option(("--out",), "shard directory (default: {default})", DEFAULT_SHARD_DIR,
-           settings={"type": Path, "metavar": "DIR"}),
-    CATALOGUE,
-    Option(("--isolation",), "warm: fork each cell from a template that has imported torch (Linux); "
-           "fresh: a new interpreter per cell; auto (default): warm where available", "auto",
-           settings={"choices": ("auto", "warm", "fresh")}),
-    Option(("--changed",), "run only the cells whose inputs (case files and what they import, the "
-           "harness, Python, torch, platform) differ from the shard in --out; keep the rest",
-           settings={"action": "store_true"}),
-    Option(("--resume",), "continue the interrupted run whose partial shard is in --out",
-           settings={"action": "store_true"}),
-    Option(("--profile",), "emulate a platform on this machine: its start methods (others are "
-           "unsupported), torch sharing strategy and temp-path length; the shard says so",
-           settings={"choices": sorted(PROFILES)}),
-    Option(("--timeout-scale",), "multiply every cell's timeout by X on a slow runner "
-           "(default: $HARNESS_TIMEOUT_SCALE or 1)", settings={"type": _positive_float, "metavar": "X"}),
-))
+RUN = Command(
+    "run",
+    "run the catalogue under every start method and write a shard",
+    (
+        Option(
+            ("--cases",),
+            "case ids or globs (default: all)",
+            settings={"nargs": "+", "metavar": "ID_OR_GLOB"},
+        ),
+        Option(
+            ("--families",), "only these families", settings={"nargs": "+", "metavar": "FAMILY"}
+        ),
+        _start_method(
+            "--methods",
+            f"start methods to run (default: all of {', '.join(METHODS)})",
+            None,
+            "methods",
+            nargs="+",
+        ),
+        _timeout("per-cell timeout in seconds (default: {default})"),
+        Option(
+            ("--jobs",),
+            "cells run in parallel (default: usable CPU count)",
+            settings={"type": _positive_int, "metavar": "N"},
+        ),
+        Option(
+            ("--out",),
+            "shard directory (default: {default})",
+            DEFAULT_SHARD_DIR,
+            settings={"type": Path, "metavar": "DIR"},
+        ),
+        CATALOGUE,
+        Option(
+            ("--isolation",),
+            "warm: fork each cell from a template that has imported torch (Linux); "
+            "fresh: a new interpreter per cell; auto (default): warm where available",
+            "auto",
+            settings={"choices": ("auto", "warm", "fresh")},
+        ),
+        Option(
+            ("--changed",),
+            "run only the cells whose inputs (case files and what they import, the "
+            "harness, Python, torch, platform) differ from the shard in --out; keep the rest",
+            settings={"action": "store_true"},
+        ),
+        Option(
+            ("--resume",),
+            "continue the interrupted run whose partial shard is in --out",
+            settings={"action": "store_true"},
+        ),
+        Option(
+            ("--profile",),
+            "emulate a platform on this machine: its start methods (others are "
+            "unsupported), torch sharing strategy and temp-path length; the shard says so",
+            settings={"choices": sorted(PROFILES)},
+        ),
+        Option(
+            ("--timeout-scale",),
+            "multiply every cell's timeout by X on a slow runner "
+            "(default: $HARNESS_TIMEOUT_SCALE or 1)",
+            settings={"type": _positive_float, "metavar": "X"},
+        ),
+    ),
+)
 
-REPORT = Command("report", "merge shards into matrix.json, COMPATIBILITY.md, matrix.html, junit.xml and matrix.png", (
-    Option(("--shards",), "shard directory (default: {default})", DEFAULT_SHARD_DIR,
-           settings={"type": Path, "metavar": "DIR"}),
-    Option(("--out",), "report directory (default: {default})", DEFAULT_REPORT_DIR,
-           settings={"type": Path, "metavar": "DIR"}),
-    CATALOGUE,
-    Option(("--summary",), "append the compact compatibility table to FILE, e.g. $GITHUB_STEP_SUMMARY "
-           "(kept under 1 MiB, with a short form when larger)", settings={"type": Path, "metavar": "FILE"}),
-))
+REPORT = Command(
+    "report",
+    "merge shards into matrix.json, COMPATIBILITY.md, matrix.html, junit.xml and matrix.png",
+    (
+        Option(
+            ("--shards",),
+            "shard directory (default: {default})",
+            DEFAULT_SHARD_DIR,
+            settings={"type": Path, "metavar": "DIR"},
+        ),
+        Option(
+            ("--out",),
+            "report directory (default: {default})",
+            DEFAULT_REPORT_DIR,
+            settings={"type": Path, "metavar": "DIR"},
+        ),
+        CATALOGUE,
+        Option(
+            ("--summary",),
+            "append the compact compatibility table to FILE, e.g. $GITHUB_STEP_SUMMARY "
+            "(kept under 1 MiB, with a short form when larger)",
+            settings={"type": Path, "metavar": "FILE"},
+        ),
+    ),
+)
 
-LIST = Command("list", "list the catalogue's cases", (
-    Option(("--json",), "print a JSON array", settings={"action": "store_true"}),
-    CATALOGUE,
-))
+LIST = Command(
+    "list",
+    "list the catalogue's cases",
+    (
+        Option(("--json",), "print a JSON array", settings={"action": "store_true"}),
+        CATALOGUE,
+    ),
+)
 
-EXPLAIN = Command("explain", "show a case's code, why it fails where it does, what was observed, and "
-                  "the diff to its fix", (
-    Option(("case",), "a case id (see 'harness list')", settings={"metavar": "CASE"}),
-    CATALOGUE,
-    Option(("--matrix",), f"report to read observed outcomes from (default: {DEFAULT_MATRIX})",
-           settings={"type": Path, "metavar": "FILE"}),
-))
+EXPLAIN = Command(
+    "explain",
+    "show a case's code, why it fails where it does, what was observed, and the diff to its fix",
+    (
+        Option(("case",), "a case id (see 'harness list')", settings={"metavar": "CASE"}),
+        CATALOGUE,
+        Option(
+            ("--matrix",),
+            f"report to read observed outcomes from (default: {DEFAULT_MATRIX})",
+            settings={"type": Path, "metavar": "FILE"},
+        ),
+    ),
+)
 
-DIAGNOSE = Command("diagnose", "find every object in your loader that breaks a spawn/forkserver worker "
-                   "start: not pickled, not unpickled, or a first batch that cannot come back", (
-    Option(("target",), "package.module:attr or path/to/file.py:attr; attr is a DataLoader, a Dataset, or a "
-           "zero-argument callable returning one (several: each is diagnosed in turn)",
-           settings={"metavar": "TARGET", "nargs": "+"}),
-    _start_method("--method", "start method whose worker start is checked: spawn, forkserver, or a platform "
-                  "that uses one (windows, macos, linux-py3.14; default: {default})", DEFAULT_START_METHOD,
-                  "method"),
-    Option(("--num-workers",), "worker count for the payload total (default: the loader's; "
-           f"{DEFAULT_WORKERS} for a Dataset)", settings={"type": _positive_int, "metavar": "N"}),
-    Option(("--format",), "text (default); json: one object (a list of them for several targets); github: "
-           "one ::error workflow command per problem, ::warning per hazard, at its file and line", "text",
-           settings={"choices": ("text", "json", "github"), "dest": "format"}),
-    Option(("--json",), "the same as --format json",
-           settings={"action": "store_const", "const": "json", "dest": "format"}),
-    _timeout("kill the process running your code, and its process tree, after S seconds (default: "
-             "{default}); its address space by $HARNESS_DIAGNOSE_MEMORY_GIB, in GiB (default: "
-             f"{DEFAULT_MEMORY_GIB:g}; 0: none)"),
-))
+DIAGNOSE = Command(
+    "diagnose",
+    "find every object in your loader that breaks a spawn/forkserver worker "
+    "start: not pickled, not unpickled, or a first batch that cannot come back",
+    (
+        Option(
+            ("target",),
+            "package.module:attr or path/to/file.py:attr; attr is a DataLoader, a Dataset, or a "
+            "zero-argument callable returning one (several: each is diagnosed in turn)",
+            settings={"metavar": "TARGET", "nargs": "+"},
+        ),
+        _start_method(
+            "--method",
+            "start method whose worker start is checked: spawn, forkserver, or a platform "
+            "that uses one (windows, macos, linux-py3.14; default: {default})",
+            DEFAULT_START_METHOD,
+            "method",
+        ),
+        Option(
+            ("--num-workers",),
+            "worker count for the payload total (default: the loader's; "
+            f"{DEFAULT_WORKERS} for a Dataset)",
+            settings={"type": _positive_int, "metavar": "N"},
+        ),
+        Option(
+            ("--format",),
+            "text (default); json: one object (a list of them for several targets); github: "
+            "one ::error workflow command per problem, ::warning per hazard, at its file and line",
+            "text",
+            settings={"choices": ("text", "json", "github"), "dest": "format"},
+        ),
+        Option(
+            ("--json",),
+            "the same as --format json",
+            settings={"action": "store_const", "const": "json", "dest": "format"},
+        ),
+        _timeout(
+            "kill the process running your code, and its process tree, after S seconds (default: "
+            "{default}); its address space by $HARNESS_DIAGNOSE_MEMORY_GIB, in GiB (default: "
+            f"{DEFAULT_MEMORY_GIB:g}; 0: none)"
+        ),
+    ),
+)
 
-CLASSIFY = Command("classify", "classify a traceback pasted from a failed run (a file, or - for stdin)", (
-    Option(("file",), "a text file with the console output, parent and worker tracebacks together "
-           "(default: - reads stdin)", "-", settings={"metavar": "FILE", "nargs": "?"}),
-    JSON_OBJECT,
-))
+CLASSIFY = Command(
+    "classify",
+    "classify a traceback pasted from a failed run (a file, or - for stdin)",
+    (
+        Option(
+            ("file",),
+            "a text file with the console output, parent and worker tracebacks together "
+            "(default: - reads stdin)",
+            "-",
+            settings={"metavar": "FILE", "nargs": "?"},
+        ),
+        JSON_OBJECT,
+    ),
+)
 
 REPRODUCE = Command(
-    "reproduce", "run your script as __main__ under a forced start method", (
-        Option(("script",), "the Python script to run", settings={"type": Path, "metavar": "SCRIPT"}),
-        _start_method("--method", f"{PLATFORM_NAMES} (default: {{default}})", DEFAULT_START_METHOD, "method"),
+    "reproduce",
+    "run your script as __main__ under a forced start method",
+    (
+        Option(
+            ("script",), "the Python script to run", settings={"type": Path, "metavar": "SCRIPT"}
+        ),
+        _start_method(
+            "--method", f"{_PLATFORM_NAMES} (default: {{default}})", DEFAULT_START_METHOD, "method"
+        ),
         _timeout("kill the run and its process tree after S seconds (default: {default})"),
         JSON_OBJECT,
     ),

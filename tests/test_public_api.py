@@ -18,20 +18,45 @@ def test_harness_exports():
 
 
 def test_case_api_exports():
-    assert sorted(harness.case.__all__) == ["AddOne", "Cell", "Skip", "Squares", "Wrong", "add_one", "current_cell",
-                                           "squares"]
+    assert sorted(harness.case.__all__) == [
+        "AddOne",
+        "Cell",
+        "Skip",
+        "Squares",
+        "Wrong",
+        "add_one",
+        "current_cell",
+        "squares",
+    ]
 
 
 def test_error_tree_exports_and_shape():
-    assert sorted(harness.errors.__all__) == ["CatalogueError", "ConfigError", "HarnessError", "Interrupted",
-                                             "NotAShard", "SaveError", "ShardError", "TargetError", "TemplateError",
-                                             "UsageError"]
+    assert sorted(harness.errors.__all__) == [
+        "CatalogueError",
+        "ConfigError",
+        "HarnessError",
+        "Interrupted",
+        "NotAShard",
+        "SaveError",
+        "ShardError",
+        "TargetError",
+        "TemplateError",
+        "UsageError",
+    ]
     e = harness.errors
     parent = {name: getattr(e, name).__mro__[1].__name__ for name in e.__all__}
-    assert parent == {"HarnessError": "Exception", "UsageError": "HarnessError", "CatalogueError": "HarnessError",
-                      "ConfigError": "CatalogueError", "ShardError": "HarnessError", "NotAShard": "ShardError",
-                      "SaveError": "HarnessError", "TemplateError": "HarnessError", "TargetError": "HarnessError",
-                      "Interrupted": "HarnessError"}
+    assert parent == {
+        "HarnessError": "Exception",
+        "UsageError": "HarnessError",
+        "CatalogueError": "HarnessError",
+        "ConfigError": "CatalogueError",
+        "ShardError": "HarnessError",
+        "NotAShard": "ShardError",
+        "SaveError": "HarnessError",
+        "TemplateError": "HarnessError",
+        "TargetError": "HarnessError",
+        "Interrupted": "HarnessError",
+    }
     # Code that caught the types these replaced keeps working.
     assert issubclass(e.UsageError, ValueError) and issubclass(e.TemplateError, RuntimeError)
     assert {getattr(e, name).exit_code for name in e.__all__ if name != "Interrupted"} == {2}
@@ -45,6 +70,11 @@ def test_every_error_the_tree_draws_is_exported():
 
 
 def test_entry_points():
-    eps = {(ep.group, ep.name): ep.value for ep in distribution("dataloader-start-harness").entry_points}
-    assert eps == {("console_scripts", "harness"): "harness._cli:main",
-                   ("pytest11", "harness"): "harness._pytest_plugin"}
+    eps = {
+        (ep.group, ep.name): ep.value
+        for ep in distribution("dataloader-start-harness").entry_points
+    }
+    assert eps == {
+        ("console_scripts", "harness"): "harness._cli:main",
+        ("pytest11", "harness"): "harness._pytest_plugin",
+    }
