@@ -25,12 +25,9 @@ from typing import NoReturn
 from harness import __version__
 from harness._options import COMMANDS, resolve_start_method
 from harness._progress import say
-from harness.errors import HarnessError, UsageError
+from harness.errors import HarnessError, Interrupted, UsageError
 
 __all__ = ["main", "build_parser"]
-
-#: Exit status of a command stopped by Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT, as shells do).
-INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         say("interrupted", command=command)
-        return INTERRUPTED
+        return Interrupted.exit_code
     except BrokenPipeError:
         try:  # stdout is gone: point it at devnull so the interpreter's final flush is quiet
             devnull = os.open(os.devnull, os.O_WRONLY)

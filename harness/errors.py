@@ -100,4 +100,4 @@ class Interrupted(HarnessError):
     """Ctrl-C (SIGINT), SIGTERM or SIGHUP stopped a command after it cleaned up; the message
     says what was kept (a partial shard) or stopped."""
 
-    exit_code = 130
+    exit_code = 130  # 128 + SIGINT, as shells report a command ended by Ctrl-C
