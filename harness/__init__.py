@@ -7,12 +7,17 @@ the results into one compatibility matrix.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - imported on first use, below
+    from harness._pytest_plugin import assert_spawn_safe
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "assert_spawn_safe"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     # Lazy, so ``import harness`` stays light (no torch) until the guard is used.
     if name == "assert_spawn_safe":
         from harness._pytest_plugin import assert_spawn_safe

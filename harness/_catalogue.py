@@ -27,14 +27,11 @@ import jsonschema
 
 from harness._config import ConfigError, catalogue_dirs
 from harness._shard import schema
+from harness.errors import CatalogueError
 
 __all__ = ["Case", "CatalogueError", "Catalogue", "discover", "default_catalogue_dir", "open_catalogue", "select"]
 
 REQUIRED = ("id", "family", "title", "why", "expect", "sources")
-
-
-class CatalogueError(Exception):
-    """A case module that cannot be read; ``str()`` is one line naming the file."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +154,6 @@ def _literal(node: ast.AST, path: Path):
 
 
 _PYTHON_CONDITION = re.compile(r"^(>=|<=|==|>|<)\s*3\.([0-9]{1,3})$")
-SHARING_STRATEGIES = ("file_descriptor", "file_system")
 
 
 def _condition_holds(entry: dict, python: tuple[int, int], sharing_strategy: str) -> bool:

@@ -22,16 +22,14 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from harness.errors import ConfigError
+
 __all__ = ["CONFIG_FILE", "ConfigError", "ProjectConfig", "catalogue_dirs", "load_config"]
 
 CONFIG_FILE = "pyproject.toml"
 #: Largest ``pyproject.toml`` read, in bytes.
 MAX_CONFIG_BYTES = 4 << 20
 _KEYS = {"catalogue"}
-
-
-class ConfigError(Exception):
-    """An unusable ``[tool.harness]`` table; ``str()`` is one line naming the file."""
 
 
 @dataclass(frozen=True)

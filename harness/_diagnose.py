@@ -79,6 +79,9 @@ from typing import Any
 
 from harness import _sites
 from harness._escape import terminal, visible
+from harness._options import DEFAULT_MEMORY_GIB, DEFAULT_TIMEOUT_S, resolve_start_method
+from harness._options import DEFAULT_WORKERS as DEFAULT_NUM_WORKERS
+from harness._progress import say as _say
 from harness._walker import (
     HAZARDS,
     Payload,
@@ -94,6 +97,7 @@ from harness._walker import (
     roundtrip,
     user_code_guard,
 )
+from harness.errors import Interrupted, TargetError, UsageError
 
 __all__ = [
     "DEFAULT_MEMORY_GIB",
@@ -127,24 +131,12 @@ __all__ = [
 #: Start methods that pickle the worker arguments (``fork`` pickles nothing at start-up).
 DIAGNOSE_METHODS = ("spawn", "forkserver")
 
-#: Worker count assumed for a bare Dataset target (the loader's own count is used otherwise).
-DEFAULT_NUM_WORKERS = 2
-
 #: ``harness diagnose --format`` choices.
 FORMATS = ("text", "json", "github")
 
-#: Seconds ``harness diagnose`` gives the child that runs the user's code (``--timeout``).
-DEFAULT_TIMEOUT_S = 60.0
-#: GiB of address space the child may map beyond what it has once torch is imported (POSIX);
-#: ``HARNESS_DIAGNOSE_MEMORY_GIB`` overrides it, ``0`` lifts the bound.
-DEFAULT_MEMORY_GIB = 4.0
 MEMORY_ENV = "HARNESS_DIAGNOSE_MEMORY_GIB"
 
 Progress = Callable[[str], None]
-
-
-class TargetError(Exception):
-    """The target cannot be resolved; ``str()`` is one line naming what failed."""
 
 
 # -- target resolution ------------------------------------------------------------------------
@@ -824,13 +816,7 @@ def _size(n: int) -> str:
 
 
 def _resolve_method(method: str) -> str:
-    from harness._policy import resolve_method_alias
-
-    resolved = resolve_method_alias(method)
-    if resolved not in DIAGNOSE_METHODS:
-        raise ValueError(f"method {method!r} resolves to {resolved!r}, which pickles nothing at worker "
-                         f"start; choose one of {', '.join(DIAGNOSE_METHODS)} or a platform that uses them")
-    return resolved
+    return resolve_start_method(method, option="method", allowed=DIAGNOSE_METHODS)
 
 
 def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, target: str | None = None,
@@ -863,7 +849,7 @@ def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, ta
         A :class:`Diagnosis`; ``payload`` is ``None`` when anything fails to pickle.
 
     Raises:
-        ValueError: ``method`` is unknown or resolves to ``fork``.
+        UsageError: ``method`` is unknown or resolves to ``fork`` (also a ``ValueError``).
         KeyboardInterrupt: a real Ctrl-C (SIGINT) arrived; one raised by the object's own
             code is a finding instead (see :func:`harness._walker.user_code_guard`).
     """
@@ -1025,7 +1011,7 @@ def memory_limit_bytes(environ: Mapping[str, str] | None = None) -> int | None:
     :data:`DEFAULT_MEMORY_GIB`. Applied only on POSIX (``resource.RLIMIT_AS``).
 
     Raises:
-        ValueError: the variable is not a finite number >= 0.
+        UsageError: the variable is not a finite number >= 0 (also a ``ValueError``).
     """
     raw = (os.environ if environ is None else environ).get(MEMORY_ENV, "").strip()
     if not raw:
@@ -1034,9 +1020,9 @@ def memory_limit_bytes(environ: Mapping[str, str] | None = None) -> int | None:
         try:
             gib = float(raw)
         except ValueError:
-            raise ValueError(f"{MEMORY_ENV}={raw!r}: not a number of GiB") from None
+            raise UsageError(f"{MEMORY_ENV}={raw!r}: not a number of GiB") from None
         if not math.isfinite(gib) or gib < 0:
-            raise ValueError(f"{MEMORY_ENV}={raw!r}: must be a finite number >= 0 (0: no bound)")
+            raise UsageError(f"{MEMORY_ENV}={raw!r}: must be a finite number >= 0 (0: no bound)")
     return int(gib * (1 << 30)) if gib > 0 else None
 
 
@@ -1181,8 +1167,11 @@ def diagnose_command(target: str | Sequence[str], method: str = "spawn", as_json
         The worst over the targets: 0 all safe; 1 any unsafe, or a child ended by the
         target's own code before it could report; 2 a bad target, bad
         ``HARNESS_DIAGNOSE_MEMORY_GIB``, timeout or memory bound reached (the other targets
-        are still diagnosed); 130 interrupted (no later target runs). Everything but a
-        diagnosis is one line on stderr per target.
+        are still diagnosed). Everything but a diagnosis is one line on stderr per target.
+
+    Raises:
+        Interrupted: Ctrl-C or SIGTERM stopped a child (its process tree is killed; no later
+            target runs); ``harness`` exits 130.
     """
     import signal
     import threading
@@ -1191,7 +1180,7 @@ def diagnose_command(target: str | Sequence[str], method: str = "spawn", as_json
     fmt = output_format or ("json" if as_json else "text")
     try:
         if fmt not in FORMATS:
-            raise ValueError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+            raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
         method = _resolve_method(method)
         memory = memory_limit_bytes()
     except ValueError as exc:
@@ -1211,8 +1200,7 @@ def diagnose_command(target: str | Sequence[str], method: str = "spawn", as_json
             try:
                 run = run_child(one, method, num_workers, timeout_s, memory)
             except KeyboardInterrupt:
-                _say(f"harness diagnose: interrupted; the process diagnosing {one} was stopped")
-                return 130
+                raise Interrupted(f"interrupted; the process diagnosing {one} was stopped") from None
             code, diagnosis, error = _outcome(one, run, timeout_s, memory)
             codes.append(code)
             if error:
@@ -1260,11 +1248,6 @@ def _outcome(target: str, run: ChildRun, timeout_s: float, memory: int | None) -
     if kind == "target-error":
         return 2, None, f"harness diagnose: error: {message}"
     return 2, None, f"harness diagnose: error: {target}: {message}"
-
-
-def _say(line: str) -> None:
-    """Print one line to stderr, escaped: the target and messages come from the user's code."""
-    print(terminal(line, one_line=True), file=sys.stderr)
 
 
 def _gib(n: int | None) -> str:

@@ -18,12 +18,13 @@ from typing import TextIO
 from harness._catalogue import Case, Catalogue, CatalogueError, open_catalogue
 from harness._escape import terminal
 from harness._jsonfile import JSONFileError, load_json_file
+from harness._options import DEFAULT_MATRIX
 from harness._outcomes import METHODS, outcome_label
+from harness.errors import UsageError
 from harness.report.merge import validate_matrix
 
 __all__ = ["DEFAULT_MATRIX", "code_lines", "explain_case", "explain_command", "fix_diff", "observed_lines"]
 
-DEFAULT_MATRIX = Path("reports/matrix.json")
 _WIDTH = 100
 
 
@@ -216,35 +217,28 @@ def explain_command(case_id: str, catalogue_dir: Path | list[Path] | None = None
         out: where the explanation goes (default: stdout).
 
     Returns:
-        0 when explained (a missing report is said in place of the observations); 2 for an
-        unknown case id, an unreadable catalogue, an unreadable case or fix file, or an
-        explicitly given report that cannot be read (one line on stderr naming it).
+        0 when explained (a missing report is said in place of the observations).
+
+    Raises:
+        UsageError: an unknown case id, or an explicitly given report that cannot be read.
+        CatalogueError: an unreadable catalogue, or an unreadable case or fix file.
     """
     out = out or sys.stdout
-    try:
-        catalogue = open_catalogue(catalogue_dir)
-    except CatalogueError as exc:
-        print(f"harness explain: {exc}", file=sys.stderr)
-        return 2
+    catalogue = open_catalogue(catalogue_dir)
     by_id = catalogue.by_id()
     case = by_id.get(case_id)
     if case is None:
         close = difflib.get_close_matches(case_id, list(by_id), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else "; see 'harness list'"
-        print(f"harness explain: CASE: unknown case {case_id!r}{hint}", file=sys.stderr)
-        return 2
+        raise UsageError(f"CASE: unknown case {case_id!r}{hint}")
     if case.fix and case.fix not in by_id:
-        print(f"harness explain: {case.path}: fix {case.fix!r} names no case in the catalogue", file=sys.stderr)
-        return 2
+        raise CatalogueError(f"{case.path}: fix {case.fix!r} names no case in the catalogue")
     path = Path(matrix_path) if matrix_path is not None else DEFAULT_MATRIX
     matrix, note = _load_matrix(path)
     if matrix is None and matrix_path is not None and path.exists():
-        print(f"harness explain: {note}", file=sys.stderr)
-        return 2
+        raise UsageError(note)
     try:
         explain_case(case, catalogue, matrix, note, out)
     except OSError as exc:
-        print(f"harness explain: {getattr(exc, 'filename', None) or case.path}: cannot read: {exc.strerror or exc}",
-              file=sys.stderr)
-        return 2
+        raise CatalogueError(f"{getattr(exc, 'filename', None) or case.path}: cannot read: {exc.strerror or exc}") from None
     return 0

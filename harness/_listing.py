@@ -6,22 +6,22 @@ import json
 import sys
 from pathlib import Path
 
-from harness._catalogue import CatalogueError, open_catalogue
-from harness._escape import terminal
+from harness._catalogue import open_catalogue
+from harness._progress import say
 
 __all__ = ["list_cases"]
 
 
 def list_cases(as_json: bool = False, catalogue_dir: Path | list[Path] | None = None) -> int:
     """Print the cases; 0 when every module was read, 2 when any could not be (each is named on
-    stderr in one line, and the readable cases are still listed)."""
-    try:
-        cat = open_catalogue(catalogue_dir)
-    except CatalogueError as exc:
-        print(terminal(f"harness list: {exc}", one_line=True), file=sys.stderr)
-        return 2
+    stderr in one line, and the readable cases are still listed).
+
+    Raises:
+        CatalogueError: the catalogue cannot be opened (a missing directory, a bad ``[tool.harness]``).
+    """
+    cat = open_catalogue(catalogue_dir)
     for line in cat.errors:
-        print(terminal(f"harness list: {line}", one_line=True), file=sys.stderr)
+        say(line, command="list")
     if as_json:
         json.dump([c.to_json() for c in cat.cases], sys.stdout, indent=1)
         print()

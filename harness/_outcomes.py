@@ -35,7 +35,6 @@ __all__ = [
     "OUTCOMES",
     "KINDS",
     "METHODS",
-    "WORKER_METHODS",
     "IN_PROCESS",
     "SYMBOLS",
     "matches_expectation",
@@ -58,9 +57,8 @@ KINDS = (
     "other",
 )
 IN_PROCESS = "in-process"
-WORKER_METHODS = ("fork", "spawn", "forkserver")
 #: Matrix columns, in display order. ``in-process`` is ``num_workers=0``, the control.
-METHODS = (IN_PROCESS, *WORKER_METHODS)
+METHODS = (IN_PROCESS, "fork", "spawn", "forkserver")
 
 #: Short symbols used in the Markdown table and the HTML page.
 SYMBOLS = {

@@ -1,7 +1,7 @@
 """The one platform policy table: which start methods exist, and which is the default.
 
 Each row is also a *platform profile*: the settings that make that platform's workers behave
-as they do, which ``harness run --profile``, ``harness reproduce --method`` and the pytest
+as they do, which ``harness run --profile``, ``harness reproduce --start-method`` and the pytest
 plugin reproduce on another OS (emulation, never called an observation):
 
 * the start methods that exist there, and the default one;
@@ -26,6 +26,8 @@ import multiprocessing
 import platform
 import sys
 from dataclasses import dataclass
+
+from harness.errors import UsageError
 
 __all__ = [
     "PLATFORMS",
@@ -149,12 +151,12 @@ def profile(name: str) -> Platform:
     """The platform profile ``name`` (``macos`` or ``windows``).
 
     Raises:
-        ValueError: not a profile; the message lists the choices.
+        UsageError: not a profile; the message lists the choices (also a ``ValueError``).
     """
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(f"unknown profile {name!r} (choose from {', '.join(PROFILES)})") from None
+        raise UsageError(f"unknown profile {name!r} (choose from {', '.join(PROFILES)})") from None
 
 
 def available_methods(emulating: Platform | None = None) -> list[str]:
@@ -178,7 +180,7 @@ def resolve_method_alias(name: str) -> str:
     and any platform id of :data:`PLATFORMS`.
 
     Raises:
-        ValueError: ``name`` is neither a start method nor a known platform.
+        UsageError: ``name`` is neither a start method nor a known platform (also a ``ValueError``).
     """
     if name in ("fork", "spawn", "forkserver"):
         return name
@@ -187,7 +189,7 @@ def resolve_method_alias(name: str) -> str:
         if plat.id == plat_id:
             return plat.default_method
     known = ["fork", "spawn", "forkserver", *_ALIASES, *(p.id for p in PLATFORMS)]
-    raise ValueError(f"unknown start method or platform {name!r} (choose from {', '.join(dict.fromkeys(known))})")
+    raise UsageError(f"unknown start method or platform {name!r} (choose from {', '.join(dict.fromkeys(known))})")
 
 
 def machine_arch() -> str:

@@ -10,9 +10,15 @@ from __future__ import annotations
 import os
 import sys
 import time
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness._escape import terminal
 from harness._outcomes import outcome_label
+
+if TYPE_CHECKING:  # pragma: no cover - rich is imported only for a terminal
+    from rich.progress import Progress as RichProgress
+    from rich.progress import Task, TaskID
 
 __all__ = ["Progress", "say"]
 
@@ -20,22 +26,37 @@ __all__ = ["Progress", "say"]
 CI_STEP = 0.1
 
 
-def say(line: str, *, stream=None) -> bool:
-    """Print one line of a run's output, made safe for a terminal (:func:`harness._escape.terminal`).
+def say(text: str, *, command: str | None = None, stream: TextIO | None = None) -> bool:
+    """Print one line of the harness's output: the one printer of every ``harness`` command.
 
-    Output never stops a run: a closed pipe (``harness run 2>&1 | head -1``) or any other
-    error writing it is swallowed. Returns whether the line was written.
+    The line is made safe for a terminal and kept on one line
+    (:func:`harness._escape.terminal` with ``one_line``): names and messages may come from
+    user code or another machine's shard.
+
+    Output never stops a command: a closed pipe (``harness run 2>&1 | head -1``) or any other
+    error writing it is swallowed.
+
+    Args:
+        text: what to say.
+        command: say it as a message of that ``harness`` command,
+            ``harness <command>: <text>`` (``""``: ``harness: <text>``); ``None``: the text alone.
+        stream: where to write it (default: ``sys.stderr`` at the time of the call).
+
+    Returns:
+        Whether the line was written.
     """
     stream = sys.stderr if stream is None else stream
+    if command is not None:
+        text = f"harness{' ' if command else ''}{command}: {text}"
     try:
-        print(terminal(line), file=stream, flush=True)
+        print(terminal(text, one_line=True), file=stream, flush=True)
         return True
     except (OSError, ValueError):
         _silence(stream)
         return False
 
 
-def _silence(stream) -> None:
+def _silence(stream: TextIO) -> None:
     """Point a broken stream's file descriptor at the null device, so that the interpreter's
     final flush cannot fail too (which would make the exit status 120)."""
     try:
@@ -46,7 +67,7 @@ def _silence(stream) -> None:
         pass
 
 
-def _line(rec: dict) -> str:
+def _line(rec: dict[str, Any]) -> str:
     outcome = outcome_label(rec["outcome"], rec.get("kind"), "{outcome} ({kind})")
     mark = "" if rec["matches"] else "  <-- expected " + rec["expected"]
     dur = rec.get("wall_s")
@@ -85,8 +106,8 @@ class Progress:
         self.jobs = max(1, jobs)
         self.ci = bool(os.environ.get("CI"))
         self.interactive = sys.stderr.isatty() and not self.ci
-        self._bar = None
-        self._task = None
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
         self._t0 = time.monotonic()
         self._next_ci = CI_STEP
         self._quiet = False
@@ -116,7 +137,7 @@ class Progress:
             class _Eta(ProgressColumn):
                 """The ETA, recomputed at every refresh (it grows while a long cell runs)."""
 
-                def render(self, task) -> Text:  # noqa: ARG002 - one task
+                def render(self, task: Task) -> Text:  # noqa: ARG002 - one task
                     eta = outer.eta_s()
                     return Text(f"ETA {_clock(eta) if eta is not None else '?'}", style="cyan")
 
@@ -130,7 +151,7 @@ class Progress:
                                             cells=f"{self.done}/{self.total}")
         return self
 
-    def advance(self, rec: dict, expected_s: float = 1.0) -> None:
+    def advance(self, rec: dict[str, Any], expected_s: float = 1.0) -> None:
         """Record one finished cell that was expected to take ``expected_s`` seconds.
 
         Output errors (a closed stderr pipe) end the display, never the run.
@@ -145,10 +166,10 @@ class Progress:
             self._quiet = True
             _silence(sys.stderr)
 
-    def _show(self, rec: dict) -> None:
+    def _show(self, rec: dict[str, Any]) -> None:
         eta = self.eta_s()
         eta_text = _clock(eta) if eta is not None else "?"
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.update(self._task, completed=self.work_done, description=_line(rec),
                              cells=f"{self.done}/{self.total}")
             if not rec["matches"]:
@@ -161,14 +182,15 @@ class Progress:
                 while self._next_ci <= frac:
                     self._next_ci += CI_STEP
                 elapsed = time.monotonic() - self._t0
-                print(f"harness run: {self.done}/{self.total} cells, {_clock(elapsed)} elapsed, "
-                      f"about {eta_text} left", file=sys.stderr, flush=True)
+                say(f"{self.done}/{self.total} cells, {_clock(elapsed)} elapsed, about {eta_text} left",
+                    command="run")
         else:
             print(f"[{self.done}/{self.total}] {_line(rec)}", file=sys.stderr, flush=True)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if self._bar is not None:
             try:
-                self._bar.__exit__(*exc)
+                self._bar.__exit__(exc_type, exc, tb)
             except (OSError, ValueError):
                 self._quiet = True

@@ -2,13 +2,14 @@
 
 Two guards:
 
-* ``--mp-start-method=spawn|forkserver`` forces the start method for the whole test session
-  with ``multiprocessing.set_start_method(method, force=True)``, so every ``DataLoader``
+* ``--start-method=spawn|forkserver`` (also spelled ``--mp-start-method``) forces the start
+  method for the whole test session with ``multiprocessing.set_start_method(method,
+  force=True)``, so every ``DataLoader``
   without an explicit ``multiprocessing_context`` starts its workers the way Windows and macOS
   (``spawn``) or Linux on Python 3.14 (``forkserver``) would (CPython docs, "Contexts and
   start methods"). A platform name applies that platform's whole profile
   (:data:`harness._policy.PROFILES`, the same ones ``harness run --profile`` and ``harness
-  reproduce --method`` use): ``windows`` and ``macos`` force ``spawn`` and torch's
+  reproduce --start-method`` use): ``windows`` and ``macos`` force ``spawn`` and torch's
   ``file_system`` sharing strategy, in the test process and in every worker it starts, and
   ``macos`` makes ``TMPDIR`` as long as a macOS runner's; ``linux-py3.14`` forces
   ``forkserver``.
@@ -30,11 +31,12 @@ if TYPE_CHECKING:  # pragma: no cover
     import pytest
 
     from harness._diagnose import Diagnosis
+    from harness._policy import Platform
+    from harness._runner import emulated_temp_dir
 
 __all__ = ["assert_spawn_safe", "pytest_addoption", "pytest_configure", "pytest_unconfigure"]
 
-_CHOICES = ("fork", "spawn", "forkserver", "windows", "macos", "linux-py3.14")
-_TEMP_DIR = None  # the emulated long TMPDIR of the session, closed at unconfigure
+_TEMP_DIR: emulated_temp_dir | None = None  # the emulated long TMPDIR of the session, closed at unconfigure
 
 
 def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosis:
@@ -92,42 +94,48 @@ def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosi
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Register ``--mp-start-method``."""
+    """Register ``--start-method`` (and ``--mp-start-method``, its older spelling)."""
     group = parser.getgroup("harness", "DataLoader start-method harness")
     group.addoption(
+        "--start-method",
         "--mp-start-method",
-        choices=_CHOICES,
+        dest="start_method",
         default=None,
+        metavar="METHOD",
         help="force this multiprocessing start method for the whole test session "
-        "(spawn: as on Windows and macOS; forkserver: as on Linux with Python 3.14), or a "
+        "(spawn: as on Windows and macOS; forkserver: as on Linux with Python 3.14; fork), or a "
         "platform's whole profile: windows, macos (spawn and torch's file_system sharing "
-        "strategy), linux-py3.14 (forkserver)",
+        "strategy), linux-py3.14 (forkserver), linux (fork); --mp-start-method is an older spelling",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Apply ``--mp-start-method`` before any test runs.
+    """Apply ``--start-method`` before any test runs.
 
     Raises:
-        pytest.UsageError: the method does not exist on this platform.
+        pytest.UsageError: an unknown start method or platform, or a start method that does not
+            exist on this platform (:func:`harness._options.resolve_start_method`).
     """
     import pytest
 
-    from harness._policy import PROFILES, resolve_method_alias
+    from harness._options import resolve_start_method
+    from harness._policy import PROFILES
+    from harness.errors import UsageError
 
-    requested = config.getoption("--mp-start-method", default=None)
+    requested: str | None = config.getoption("start_method", default=None)
     if not requested:
         return
-    method = resolve_method_alias(requested)
-    if method not in multiprocessing.get_all_start_methods():
-        raise pytest.UsageError(f"--mp-start-method: {requested!r} is not available on this platform")
+    try:
+        method = resolve_start_method(requested, available=True)
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
     multiprocessing.set_start_method(method, force=True)
     emulating = PROFILES.get(requested)
     if emulating is not None:
         _apply_profile(emulating)
 
 
-def _apply_profile(emulating: Any) -> None:
+def _apply_profile(emulating: Platform) -> None:
     """Give this process, and every interpreter it starts, the profile's sharing strategy and
     temp-path length (workers run :mod:`harness._cellsite`'s start-up hook through ``PYTHONPATH``)."""
     import os

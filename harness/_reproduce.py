@@ -23,17 +23,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness._catalogue import Case, default_catalogue_dir
 from harness._classify import Verdict, classify
 from harness._escape import terminal
+from harness._options import DEFAULT_TIMEOUT_S, resolve_start_method
 from harness._outcomes import METHODS, outcome_label
-from harness._policy import PROFILES, available_methods, resolve_method_alias
+from harness._policy import PROFILES
 from harness._runner import (
     DEFAULT_WORKERS,
     CellSpec,
@@ -41,11 +40,10 @@ from harness._runner import (
     kill_live_cells,
     launch_cell,
 )
+from harness.errors import Interrupted, UsageError
 
 __all__ = ["Reproduction", "ScriptSpec", "classify_command", "hint_for", "python_note", "reproduce",
-           "reproduce_command", "resolve_method"]
-
-DEFAULT_TIMEOUT_S = 60.0
+           "reproduce_command"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,7 @@ class Reproduction:
     Attributes:
         script: the script as given.
         method: the start method it ran under.
-        requested: the ``--method`` value as given (a method or a platform alias).
+        requested: the ``--start-method`` value as given (a method or a platform alias).
         verdict: outcome, kind, message and root cause, as the matrix classifies a cell.
         duration_s: seconds from launch to exit (interpreter start-up included).
         hint: the fix hint naming the matching catalogue case, or ``None`` on ``pass``.
@@ -127,23 +125,8 @@ class Reproduction:
         return "\n".join(lines)
 
 
-def resolve_method(name: str) -> str:
-    """A start method or platform alias → the start method to force.
-
-    Raises:
-        ValueError: unknown name, or a method this platform does not have (one line).
-    """
-    try:
-        method = resolve_method_alias(name)
-    except ValueError as exc:
-        raise ValueError(f"--method: {exc}") from None
-    if method not in available_methods():
-        raise ValueError(f"--method {name}: start method {method!r} does not exist on this platform")
-    return method
-
-
 def python_note(name: str, python: tuple[int, int] | None = None) -> str | None:
-    """What ``--method name`` does not replay on this Python, or ``None``.
+    """What ``--start-method name`` does not replay on this Python, or ``None``.
 
     A platform alias tied to a Python range (``linux-py3.14``: Python 3.14 and later;
     ``linux``, ``linux-py3.13``: up to 3.13) replays that platform's default start method on
@@ -151,7 +134,7 @@ def python_note(name: str, python: tuple[int, int] | None = None) -> str | None:
     no longer pickle; ``harness diagnose`` lists them as hazards).
 
     Args:
-        name: the ``--method`` value.
+        name: the ``--start-method`` value.
         python: ``(major, minor)`` of the interpreter; default this one.
     """
     from harness import _policy
@@ -164,7 +147,7 @@ def python_note(name: str, python: tuple[int, int] | None = None) -> str | None:
     version = plat.python_min if here < plat.python_min else plat.python_max
     them = f"Python {version[0]}.{version[1]}"
     hazards = " (harness diagnose lists what it will no longer pickle as hazards)" if here < plat.python_min else ""
-    return (f"--method {name} on Python {here[0]}.{here[1]} applies {them}'s start method ({plat.default_method}), "
+    return (f"--start-method {name} on Python {here[0]}.{here[1]} applies {them}'s start method ({plat.default_method}), "
             f"not {them}'s pickling rules; run on {them} for those{hazards}")
 
 
@@ -334,12 +317,12 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
 
     Raises:
         FileNotFoundError: ``script`` is not a file.
-        ValueError: ``method`` is unknown or unavailable here.
+        UsageError: ``method`` is unknown or unavailable here (also a ``ValueError``).
     """
     path = Path(script)
     if not path.is_file():
         raise FileNotFoundError(f"{script}: script not found")
-    resolved = resolve_method(method)
+    resolved = resolve_start_method(method, available=True)
     abspath = path.resolve()
     case = Case(
         id="reproduce",
@@ -378,28 +361,21 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
 
 def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,
                       as_json: bool = False, argv: list[str] | tuple[str, ...] = ()) -> int:
-    """``harness reproduce``: print the result; return 0 on pass, 1 otherwise, 2 on a usage error."""
-    def interrupt(signum, frame):  # noqa: ARG001 - Ctrl-C or SIGTERM: stop, then clean up below
-        signal.signal(signum, signal.SIG_IGN)
-        raise KeyboardInterrupt
+    """``harness reproduce``: print the result; return 0 on pass, 1 otherwise.
 
-    old = {}
-    if threading.current_thread() is threading.main_thread():
-        old = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    Raises:
+        UsageError: ``script`` is not a file, or ``method`` is unknown or unavailable here.
+        Interrupted: Ctrl-C (or SIGTERM, SIGHUP: see :func:`harness._cli.main`) stopped the run;
+            the script and its workers were killed.
+    """
     try:
         result = reproduce(script, method=method, timeout_s=timeout_s, argv=argv)
-    except (FileNotFoundError, ValueError) as exc:
-        print(terminal(f"harness reproduce: error: {exc}", one_line=True), file=sys.stderr)
-        return 2
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
         # The script runs in its own session, so the terminal's Ctrl-C never reaches it.
         kill_live_cells()
-        print(terminal(f"harness reproduce: interrupted; {script} and its workers were stopped", one_line=True),
-              file=sys.stderr)
-        return 130
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+        raise Interrupted(f"interrupted; {script} and its workers were stopped") from None
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -443,8 +419,10 @@ def classify_command(file: str, as_json: bool = False) -> int:
     Uses :func:`harness._classify.classify_traceback` and :func:`hint_for`. ``-`` reads stdin.
 
     Returns:
-        1 when an error was recognised (a finding), 0 when the text holds no error line, 2 when
-        the file cannot be read.
+        1 when an error was recognised (a finding), 0 when the text holds no error line.
+
+    Raises:
+        UsageError: the file cannot be read.
     """
     from harness._classify import classify_traceback
 
@@ -457,8 +435,7 @@ def classify_command(file: str, as_json: bool = False) -> int:
             with open(file, "rb") as f:
                 data = _read_tail(f)
     except OSError as exc:
-        print(terminal(f"harness classify: {file}: cannot read: {exc.strerror or exc}", one_line=True), file=sys.stderr)
-        return 2
+        raise UsageError(f"{file}: cannot read: {exc.strerror or exc}") from None
     text = data.decode("utf-8", errors="replace").replace("\x00", "")
     verdict = classify_traceback(text)
     if not verdict.root_cause and not verdict.message:

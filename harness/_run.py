@@ -10,10 +10,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from harness._catalogue import Case, CatalogueError, open_catalogue, select
 from harness._containment import watchdog_cpu_s
 from harness._inputs import InputHasher
+from harness._options import resolve_start_method
 from harness._outcomes import METHODS
 from harness._policy import profile as _profile
 from harness._proctree import peak_report_cpu_s
@@ -31,6 +33,7 @@ from harness._save import SaveError, ShardWriter, set_aside
 from harness._schedule import durations, estimate, longest_first
 from harness._shard import ShardError, read_shard, runner_info, shard_filename
 from harness._template import Template
+from harness.errors import Interrupted, UsageError
 
 __all__ = ["SAVE_EVERY_S", "case_table", "resolve_timeout_scale", "run_catalogue"]
 
@@ -61,7 +64,7 @@ def resolve_timeout_scale(value: float | None) -> float:
     """The timeout multiplier: ``value``, else ``HARNESS_TIMEOUT_SCALE``, else 1.
 
     Raises:
-        ValueError: not a finite number > 0 (one line naming the option or variable).
+        UsageError: not a finite number > 0 (one line naming the option or variable).
     """
     if value is None:
         text = os.environ.get("HARNESS_TIMEOUT_SCALE", "").strip()
@@ -70,12 +73,12 @@ def resolve_timeout_scale(value: float | None) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise ValueError(f"HARNESS_TIMEOUT_SCALE: not a number: {text!r}") from None
+            raise UsageError(f"HARNESS_TIMEOUT_SCALE: not a number: {text!r}") from None
         where = "HARNESS_TIMEOUT_SCALE"
     else:
         where = "--timeout-scale"
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{where}: must be a finite number > 0, got {value!r}")
+        raise UsageError(f"{where}: must be a finite number > 0, got {value!r}")
     return float(value)
 
 
@@ -155,23 +158,25 @@ def run_catalogue(
     there is one (:mod:`harness._schedule`). The shard is rewritten (atomically) as cells
     finish, at most every :data:`SAVE_EVERY_S` seconds, with ``complete: false``; an
     interrupt (Ctrl-C, SIGTERM, SIGHUP) kills every running cell and the template, writes
-    the partial shard and returns 130.
+    the partial shard and raises :class:`~harness.errors.Interrupted`.
 
     Returns:
         0 when every observed cell matched its expectation, 1 on any mismatch or broken case,
-        2 for input errors (unknown method, selection that matches nothing, unreadable case
-        modules: these are reported and the other cases still run; nothing to resume),
-        130 when interrupted.
+        2 when case modules could not be read (each is named, the other cases still run) or
+        the shard could not be saved.
+
+    Raises:
+        UsageError: bad input, before any cell runs (unknown method, a selection that matches
+            nothing, an unusable catalogue, nothing to resume), one line.
+        Interrupted: stopped by a signal, after the partial shard was written (exit 130).
     """
-    def fail(line: str) -> int:
-        say(f"harness run: {line}")
-        return 2
+    def fail(line: str) -> NoReturn:
+        raise UsageError(line)
 
     if changed and resume:
         return fail("--changed and --resume: choose one")
     for m in methods or ():
-        if m not in METHODS:
-            return fail(f"--methods: unknown start method {m!r} (choose from {', '.join(METHODS)})")
+        resolve_start_method(m, platforms=False)
     try:
         mode = resolve_isolation(isolation)
     except ValueError as exc:
@@ -182,7 +187,7 @@ def run_catalogue(
     except ValueError as exc:
         return fail(str(exc))
     if isolation == "warm" and mode != "warm":
-        say("harness run: --isolation warm needs Linux; cells start fresh interpreters here")
+        say("--isolation warm needs Linux; cells start fresh interpreters here", command="run")
     try:
         catalogue = open_catalogue(catalogue_dir)
     except CatalogueError as exc:
@@ -190,7 +195,7 @@ def run_catalogue(
     # A broken case module is named first, so that selecting it by its id shows why it is
     # not there, not only that the id "matches no case".
     for line in catalogue.errors:
-        say(f"harness run: {line}")
+        say(line, command="run")
     try:
         cases = select(catalogue.cases, patterns, families)
     except CatalogueError as exc:
@@ -226,7 +231,7 @@ def run_catalogue(
         specs = [s for s in specs if s.key not in finished]
     elif problem:
         moved = set_aside(shard_path)
-        say(f"harness run: {problem}; kept as {moved.name}, not overwritten")
+        say(f"{problem}; kept as {moved.name}, not overwritten", command="run")
     hasher = InputHasher(runner)
     inputs = {s.key: hasher.cell(s.case, s.method, s.num_workers, s.timeout_s) for s in specs}
     if changed:
@@ -235,20 +240,20 @@ def run_catalogue(
         records = [{**r, "carried_over": True} for r in same]
         unchanged = {(r["case"], r["method"]) for r in same}
         specs = [s for s in specs if s.key not in unchanged]
-        say(f"harness run: --changed: {len(unchanged)} cell(s) unchanged since they were observed, kept; "
-            f"{len(specs)} to run")
+        say(f"--changed: {len(unchanged)} cell(s) unchanged since they were observed, kept; "
+            f"{len(specs)} to run", command="run")
     gone = sorted({r["case"] for r in (previous or {}).get("results", ()) if r["case"] not in by_id})
     if gone:
-        say(f"harness run: dropping the results of {len(gone)} case(s) no longer in the catalogue: "
-            f"{', '.join(gone[:10])}{' ...' if len(gone) > 10 else ''}")
+        say(f"dropping the results of {len(gone)} case(s) no longer in the catalogue: "
+            f"{', '.join(gone[:10])}{' ...' if len(gone) > 10 else ''}", command="run")
     kept = sum(1 for r in (previous or {}).get("results", ()) if r["case"] in by_id
                and (r["case"], r["method"]) not in owned)
     if kept and not resume:
-        # A narrower run (--cases, --methods) replaces only the cells it runs: the other cells
+        # A narrower run (--cases, --start-method) replaces only the cells it runs: the other cells
         # already observed in this runner's shard are kept, never silently dropped.
-        say(f"harness run: keeping {kept} cell(s) of {shard_path} that this selection does not run")
+        say(f"keeping {kept} cell(s) of {shard_path} that this selection does not run", command="run")
     writer = ShardWriter(shard_path, runner=runner, table=table, owned=owned, initial=previous,
-                         drop_cases=set(gone), warn=lambda line: say(f"harness run: {line}"))
+                         drop_cases=set(gone), warn=lambda line: say(line, command="run"))
     known = durations(previous)
     specs = longest_first(specs, known)
     expected = {s.key: estimate(s, known) for s in specs}
@@ -266,7 +271,7 @@ def run_catalogue(
         except SaveError as exc:
             if str(exc) not in save_failed:
                 save_failed.append(str(exc))
-                say(f"harness run: {exc}")
+                say(str(exc), command="run")
             return None
         finally:
             last_save[0] = time.monotonic()
@@ -317,9 +322,8 @@ def run_catalogue(
         if template is not None:
             template.close()
         save(finished=False)
-        say(f"harness run: interrupted; partial shard with {len(records)} of {planned} cells "
-            f"written to {shard_path}; continue with --resume")
-        return 130
+        raise Interrupted(f"interrupted; partial shard with {len(records)} of {planned} cells "
+                          f"written to {shard_path}; continue with --resume") from None
     finally:
         if template is not None:
             template.close()
@@ -329,15 +333,15 @@ def run_catalogue(
             signal.signal(sig, handler)
     fresh = sum(1 for r in records if r.get("isolation") == "fresh")
     if mode == "warm" and fresh:
-        say(f"harness run: the warm template failed during the run; {fresh} cell(s) ran in fresh "
-            "interpreters (each record says which)")
+        say(f"the warm template failed during the run; {fresh} cell(s) ran in fresh "
+            "interpreters (each record says which)", command="run")
         runner["isolation_fallback"] = {"fresh_cells": fresh}
     broken_lines: list[str] = []
     cases_by_id = {c.id: c for c in catalogue.cases}
     merged = save(finished=True, finalize=lambda rs: broken_lines.extend(
         mark_broken([r for r in rs if r["case"] in cases_by_id], cases_by_id)))
     for line in broken_lines:
-        say(f"harness run: {line}")
+        say(line, command="run")
     wall = time.monotonic() - t0
     if merged is None:
         return 2
@@ -345,9 +349,9 @@ def run_catalogue(
     # finding, so its cells are not listed as mismatches; it still makes the run fail.
     broken = sorted({r["case"] for r in merged if r.get("broken")})
     bad = [r for r in merged if not r["matches"] and not r.get("broken")]
-    say(f"harness run: {len(records)} cells in {wall:.1f} s on {jobs} job(s), {mode} isolation; "
+    say(f"{len(records)} cells in {wall:.1f} s on {jobs} job(s), {mode} isolation; "
         f"{len(bad)} of {len(merged)} in the shard contradict expectations"
-        f"{f', {len(broken)} broken case(s)' if broken else ''}; shard: {shard_path}", stream=sys.stdout)
+        f"{f', {len(broken)} broken case(s)' if broken else ''}; shard: {shard_path}", stream=sys.stdout, command="run")
     for r in bad:
         say(f"  MISMATCH {r['case']} [{r['method']}]: expected {r['expected']}"
             f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"

@@ -46,10 +46,13 @@ from harness._classify import (
     evidence_of,
 )
 from harness._containment import child_env, reap_orphans, track, track_dir, untrack, untrack_dir
+from harness._options import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS
 from harness._outcomes import IN_PROCESS, matches_expectation
 from harness._policy import Platform, available_methods, current_os, platform_of, profile
 from harness._proctree import PEAKS_ENV, TreeSampler, kill_tree, read_peak_reports
+from harness._progress import say
 from harness._template import Template, TemplateError, WarmChild, warm_available
+from harness.errors import UsageError
 
 __all__ = [
     "CellRun",
@@ -73,8 +76,6 @@ __all__ = [
     "run_one",
 ]
 
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_WORKERS = 2
 ISOLATIONS = ("warm", "fresh")
 SAMPLE_INTERVAL_S = 0.05  # memory samples and timeout checks; an exit wakes the watcher at once
 KILL_WAIT_S = 10.0  # seconds to wait for a killed cell to be reaped
@@ -265,12 +266,12 @@ def resolve_isolation(requested: str | None = "auto") -> str:
             available (Windows, macOS) falls back to ``fresh``.
 
     Raises:
-        ValueError: ``requested`` is none of these.
+        UsageError: ``requested`` is none of these (also a ``ValueError``).
     """
     if requested in (None, "auto"):
         return "warm" if warm_available() else "fresh"
     if requested not in ISOLATIONS:
-        raise ValueError(f"unknown isolation {requested!r} (choose from auto, {', '.join(ISOLATIONS)})")
+        raise UsageError(f"unknown isolation {requested!r} (choose from auto, {', '.join(ISOLATIONS)})")
     return "warm" if requested == "warm" and warm_available() else "fresh"
 
 
@@ -403,7 +404,7 @@ def _become_subreaper() -> bool:
 def _warn_once(line: str) -> None:
     if line not in _WARNED:
         _WARNED.add(line)
-        print(f"harness: {line}", file=sys.stderr, flush=True)
+        say(line, command="")
 
 
 def launch_cell(spec: CellSpec, *, template: Template | None = None,
@@ -681,7 +682,7 @@ def run_cells(specs: list[CellSpec], runner_id: str, jobs: int,
 
     A cell holds one of ``jobs`` permits while it runs; a cell that goes idle (see
     :class:`Slot`) hands its permit to the next cell. Put the longest cells first (see
-    :func:`harness._schedule.order`) so no core idles at the end.
+    :func:`harness._schedule.longest_first`) so no core idles at the end.
 
     Args:
         specs: the cells, in start order.

@@ -1,6 +1,6 @@
 """Saving a run's results into its runner's shard, so that no observed result is ever lost.
 
-A shard file is shared: a narrower run (``--cases``, ``--methods``), a resumed run and a
+A shard file is shared: a narrower run (``--cases``, ``--start-method``), a resumed run and a
 concurrent run into the same ``--out`` all write the same runner's shard. Every save
 therefore happens under a file lock (``filelock``; the lock file is ``.<shard>.lock`` beside
 the shard) and merges with what is on disk at that moment:
@@ -30,6 +30,7 @@ from filelock import FileLock, Timeout
 
 from harness._outcomes import METHODS
 from harness._shard import SCHEMA_VERSION, ShardError, read_shard, write_json_atomic
+from harness.errors import SaveError
 
 __all__ = ["LOCK_TIMEOUT_S", "SaveError", "ShardWriter"]
 
@@ -37,11 +38,6 @@ __all__ = ["LOCK_TIMEOUT_S", "SaveError", "ShardWriter"]
 LOCK_TIMEOUT_S = 120.0
 
 Key = tuple[str, str]
-
-
-class SaveError(Exception):
-    """The shard could not be written; ``str()`` is one line naming the shard and where the
-    results were saved instead."""
 
 
 def _key(rec: dict) -> Key:

@@ -25,6 +25,7 @@ from harness import __version__
 from harness._fileio import replace_file
 from harness._jsonfile import JSONFileError, load_json_file
 from harness._policy import Platform, available_methods, current_os, default_method, machine_arch
+from harness.errors import NotAShard, ShardError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -40,10 +41,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 _SCHEMA_DIR = Path(__file__).with_name("schemas")
-
-
-class ShardError(Exception):
-    """A shard that cannot be used; ``str()`` is one line naming the file and the reason."""
 
 
 @cache
@@ -139,10 +136,6 @@ def write_json_atomic(path: Path, data: dict) -> None:
 #: Keys of a ``matrix.json`` written by ``harness report``: a report's own output, when
 #: ``--out`` is the shard directory, is skipped rather than rejected.
 _MATRIX_KEYS = frozenset({"schema_version", "generated_utc", "runners", "platforms", "results", "compatibility"})
-
-
-class NotAShard(ShardError):
-    """A file ``harness report`` wrote itself (``matrix.json``): not a shard, and not an error."""
 
 
 def _short(text: str, limit: int = 200) -> str:

@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness._containment import child_env, track, track_dir, untrack, untrack_dir
+from harness.errors import TemplateError
 
 __all__ = ["Template", "TemplateError", "WarmChild", "warm_available"]
 
@@ -87,10 +88,6 @@ WARM_IMPORTS = (
 )
 _CWD = "\0cwd"  # stands for the cell's working directory in a probed sys.path
 READY_TIMEOUT_S = 120.0
-
-
-class TemplateError(RuntimeError):
-    """The template could not start, or died; ``str()`` is one line."""
 
 
 def warm_available() -> bool:
@@ -371,11 +368,6 @@ class WarmChild:
     def wait(self, timeout: float | None) -> bool:
         """Block up to ``timeout`` seconds (``None``: forever); True once the child is reaped."""
         return self._exited.wait(timeout)
-
-    @property
-    def done(self) -> bool:
-        """Whether the template reported the exit (or died)."""
-        return self._exited.is_set()
 
 
 class Template:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 from torch.utils.data import Dataset
@@ -59,7 +60,7 @@ class Cell:
         """True for the ``num_workers=0`` control."""
         return self.num_workers == 0
 
-    def iterate(self, loader: Iterable) -> list:
+    def iterate(self, loader: Iterable[Any]) -> list[Any]:
         """Iterate ``loader`` once, timing the first batch; returns the batches."""
         t0 = time.perf_counter()
         out = []
@@ -72,7 +73,7 @@ class Cell:
         self.batches += len(out)
         return out
 
-    def check(self, loader: Iterable, expected: torch.Tensor) -> None:
+    def check(self, loader: Iterable[Any], expected: torch.Tensor) -> None:
         """Iterate ``loader`` and require its concatenated batches to equal ``expected``.
 
         Args:
@@ -116,7 +117,7 @@ def squares(n: int) -> torch.Tensor:
     return torch.stack([i, i * i], dim=1)
 
 
-class Squares(Dataset):
+class Squares(Dataset[torch.Tensor]):
     """Map-style dataset of ``n`` items ``[i, i*i]``, passed through ``transform``.
 
     Args:

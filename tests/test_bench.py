@@ -15,7 +15,7 @@ def test_bench_writes_consistent_figures(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--repeat", "1", "--skip-diagnose", "--out", str(out), "--",
          "--catalogue", str(ROOT / "tests" / "fixture_cases"), "--cases", "fixture-good",
-         "--methods", "in-process", "fork"],
+         "--start-method", "in-process", "fork"],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
     )
     assert proc.returncode in (0, 1), proc.stderr  # 1: a 2-cell run cannot reach the ratio target

@@ -7,8 +7,6 @@ Real cells (in-process and fork, or spawn where fork does not exist) of a tempor
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -54,15 +52,10 @@ def _catalogue(root: Path) -> Path:
     return cat
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", "run", *args], capture_output=True, text=True,
-                          timeout=300)
-
-
-def test_broken_cases_are_named_once_and_the_rest_still_runs(tmp_path):
+def test_broken_cases_are_named_once_and_the_rest_still_runs(tmp_path, cli):
     cat = _catalogue(tmp_path)
     out = tmp_path / "shards"
-    proc = _run("--catalogue", str(cat), "--methods", "in-process", WORKER, "--out", str(out))
+    proc = cli("run", "--catalogue", str(cat), "--start-method", "in-process", WORKER, "--out", str(out))
     # An unreadable module (syntax.py) is an input error: exit 2, after the other cases ran.
     assert proc.returncode == 2, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if not ln.startswith("[")]
@@ -87,11 +80,12 @@ def test_broken_cases_are_named_once_and_the_rest_still_runs(tmp_path):
         assert bad["broken"] and (bad["outcome"], bad["kind"]) == ("error", "import")
 
 
-def test_a_module_that_does_not_import_is_broken_under_any_method(tmp_path):
+def test_a_module_that_does_not_import_is_broken_under_any_method(tmp_path, cli):
     cat = _catalogue(tmp_path)
     (cat / "syntax.py").unlink()
     out = tmp_path / "shards"
-    proc = _run("--catalogue", str(cat), "--cases", "t-badimport", "t-ok", "--methods", WORKER, "--out", str(out))
+    proc = cli("run", "--catalogue", str(cat), "--cases", "t-badimport", "t-ok", "--start-method", WORKER,
+               "--out", str(out))
     assert proc.returncode == 1, proc.stderr
     assert sum("broken case 't-badimport'" in ln for ln in proc.stderr.splitlines()) == 1
     (shard_path,) = out.glob("*.json")

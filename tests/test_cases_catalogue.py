@@ -7,8 +7,6 @@ What each cell really does is checked by ``tests/test_catalogue_regression.py`` 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from harness._catalogue import discover
 from harness._cell import stdin_mode
@@ -115,9 +113,8 @@ def test_stdin_cases_are_script_cases_the_cell_runs_without_a_file():
     assert stdin_mode(str(CASES["entry-no-main-guard"].path)) is None
 
 
-def test_list_json_fields_match_the_issue():
-    proc = subprocess.run([sys.executable, "-m", "harness", "list", "--json"], capture_output=True,
-                          text=True, timeout=120)
+def test_list_json_fields_match_the_issue(cli):
+    proc = cli("list", "--json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     listed = json.loads(proc.stdout)
     assert {c["id"] for c in listed} == set(CASES)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,12 +25,9 @@ def catalogue(tmp_path) -> Path:
     return dest
 
 
-def _run(catalogue: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("CI", None)
-    return subprocess.run([sys.executable, "-m", "harness", "run", "--catalogue", str(catalogue), "--out", str(out),
-                           "--methods", "in-process", "fork", *extra],
-                          env=env, capture_output=True, text=True, timeout=300)
+def _args(catalogue: Path, out: Path, *extra: str) -> list[str]:
+    """``harness run`` arguments: two start methods of ``catalogue`` into ``out``."""
+    return ["run", "--catalogue", str(catalogue), "--out", str(out), "--start-method", "in-process", "fork", *extra]
 
 
 def _results(out: Path) -> dict:
@@ -41,38 +35,36 @@ def _results(out: Path) -> dict:
     return {(r["case"], r["method"]): r for r in json.loads(path.read_text())["results"]}
 
 
-def test_changed_reruns_the_edited_case_and_the_cases_that_import_it(catalogue, tmp_path):
+def test_changed_reruns_the_edited_case_and_the_cases_that_import_it(catalogue, tmp_path, cli):
     out = tmp_path / "shards"
-    assert _run(catalogue, out).returncode == 0
+    assert cli(*_args(catalogue, out)).returncode == 0
     first = _results(out)
     assert all(len(r["inputs"]) == 64 and r["observed_utc"] and not r.get("carried_over") for r in first.values())
 
-    again = _run(catalogue, out, "--changed")
+    again = cli(*_args(catalogue, out, "--changed"))
     assert again.returncode == 0 and "4 cell(s) unchanged" in again.stderr and "0 to run" in again.stderr
     assert all(r["carried_over"] for r in _results(out).values())
 
     # quick_b imports quick_a: editing quick_b reruns its cells only, editing quick_a both cases'.
     (catalogue / "quick_b.py").write_text((catalogue / "quick_b.py").read_text() + "\n# edited\n")
-    third = _run(catalogue, out, "--changed")
+    third = cli(*_args(catalogue, out, "--changed"))
     assert "2 cell(s) unchanged" in third.stderr and "2 to run" in third.stderr
     now = _results(out)
     assert [k for k, r in now.items() if not r.get("carried_over")] == [("hostile-quick-b", "in-process"),
                                                                         ("hostile-quick-b", "fork")]
     (catalogue / "quick_a.py").write_text((catalogue / "quick_a.py").read_text() + "\n# edited\n")
-    fourth = _run(catalogue, out, "--changed")
+    fourth = cli(*_args(catalogue, out, "--changed"))
     assert "0 cell(s) unchanged" in fourth.stderr and "4 to run" in fourth.stderr
     # The merged shard equals a full run, cell for cell, in outcome and kind.
     assert {k: (r["outcome"], r["kind"]) for k, r in _results(out).items()} == \
         {k: (r["outcome"], r["kind"]) for k, r in first.items()}
 
 
-def test_the_report_says_what_was_carried_over(catalogue, tmp_path):
+def test_the_report_says_what_was_carried_over(catalogue, tmp_path, cli):
     out = tmp_path / "shards"
-    assert _run(catalogue, out).returncode == 0
-    assert _run(catalogue, out, "--changed").returncode == 0
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    got = subprocess.run([sys.executable, "-m", "harness", "report", "--shards", str(out), "--out", str(tmp_path / "r")],
-                         env=env, capture_output=True, text=True, timeout=300)
+    assert cli(*_args(catalogue, out)).returncode == 0
+    assert cli(*_args(catalogue, out, "--changed")).returncode == 0
+    got = cli("report", "--shards", str(out), "--out", str(tmp_path / "r"))
     assert got.returncode == 0, got.stderr
     text = (tmp_path / "r" / "COMPATIBILITY.md").read_text()
     assert "Kept unchanged from earlier runs (`harness run --changed`): 4 cell(s) of" in text

@@ -28,14 +28,6 @@ def _notes(marker: Path, role: str) -> list[Path]:
     return [p for p in marker.iterdir() if p.name.startswith(f"{role}-")]
 
 
-def _start(marker: Path, out: Path, *args: str) -> subprocess.Popen:
-    env = dict(os.environ, CONTAIN_MARKER=str(marker), PYTHONPATH=str(Path(__file__).parent.parent))
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--catalogue", str(CATALOGUE), "--out", str(out), *args],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-
-
 def _wait_gone(marker: Path, timeout: float = 15.0) -> list[psutil.Process]:
     deadline = time.monotonic() + timeout
     left = _marked(marker)
@@ -46,11 +38,12 @@ def _wait_gone(marker: Path, timeout: float = 15.0) -> list[psutil.Process]:
 
 
 @pytest.mark.parametrize("isolation", ["fresh", "warm"])
-def test_sigkill_of_the_harness_leaves_no_process_and_no_work_folder(tmp_path, isolation):
+def test_sigkill_of_the_harness_leaves_no_process_and_no_work_folder(tmp_path, isolation, cli):
     marker = tmp_path / "marker"
     marker.mkdir()
-    harness = _start(marker, tmp_path / "shards", "--cases", "leaky", "--methods", "fork", "spawn",
-                     "--isolation", isolation, "--jobs", "2")
+    harness = cli.start("run", "--catalogue", str(CATALOGUE), "--out", str(tmp_path / "shards"), "--cases", "leaky",
+                        "--start-method", "fork", "spawn", "--isolation", isolation, "--jobs", "2",
+                        env={"CONTAIN_MARKER": str(marker)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
         # Both cells have started their daemon and at least one worker each.
@@ -77,13 +70,15 @@ def test_sigkill_of_the_harness_leaves_no_process_and_no_work_folder(tmp_path, i
             proc.kill()
 
 
-def test_a_daemon_started_by_a_passing_cell_ends_with_the_cell(tmp_path):
+def test_a_daemon_started_by_a_passing_cell_ends_with_the_cell(tmp_path, cli):
     """Double-forked setsid daemons are adopted by the harness (a subreaper) and killed when
     their cell ends, while the harness still runs."""
     marker = tmp_path / "marker"
     marker.mkdir()
-    harness = _start(marker, tmp_path / "shards", "--cases", "leaky-pass", "--methods", "in-process",
-                     "fork", "spawn", "--isolation", "fresh", "--jobs", "1")
+    harness = cli.start("run", "--catalogue", str(CATALOGUE), "--out", str(tmp_path / "shards"), "--cases",
+                        "leaky-pass", "--start-method", "in-process", "fork", "spawn", "--isolation", "fresh",
+                        "--jobs", "1", env={"CONTAIN_MARKER": str(marker)}, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
     try:
         assert harness.wait(120) == 0
         assert len(_notes(marker, "daemon")) == 3
@@ -147,7 +142,7 @@ def test_reap_orphans_kills_adopted_daemons_that_carry_the_token(tmp_path):
         other.wait(5)
 
 
-def test_sigkill_of_reproduce_leaves_neither_the_script_nor_its_workers(tmp_path):
+def test_sigkill_of_reproduce_leaves_neither_the_script_nor_its_workers(tmp_path, cli):
     marker = tmp_path / "marker"
     marker.mkdir()
     script = tmp_path / "train.py"
@@ -162,9 +157,8 @@ def test_sigkill_of_reproduce_leaves_neither_the_script_nor_its_workers(tmp_path
         "    for batch in DataLoader(Sleeper(4), batch_size=2, num_workers=2):\n"
         "        pass\n"
     )
-    env = dict(os.environ, CONTAIN_MARKER=str(marker), PYTHONPATH=str(Path(__file__).parent.parent))
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "reproduce", str(script), "--method", "spawn",
-                             "--timeout", "300"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = cli.start("reproduce", str(script), "--start-method", "spawn", "--timeout", "300",
+                     env={"CONTAIN_MARKER": str(marker)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and (not _notes(marker, "daemon") or len(_notes(marker, "worker")) < 2):

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from harness._catalogue import discover
-from harness._cli import main
 
 USER = Path(__file__).parent / "user_code"
 CASES = discover().by_id()
@@ -67,16 +66,11 @@ PROBLEM_KEYS = ["path", "type", "message", "case", "fix", "file", "line"]
 SAFE = ["loader_safe.py:make_loader", "loader_numpy.py:dataset"]
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(["diagnose", *argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
 
 @pytest.mark.parametrize("target", sorted(UNSAFE))
-def test_unsafe_loaders_report_every_path_with_its_case_and_line(capsys, monkeypatch, target):
+def test_unsafe_loaders_report_every_path_with_its_case_and_line(cli, monkeypatch, target):
     monkeypatch.chdir(USER)  # files are shown relative to the current directory
-    rc, out, _ = run(capsys, str(USER / target), "--json")
+    rc, out, _ = cli.main("diagnose", str(USER / target), "--json")
     assert rc == 1
     result = json.loads(out)
     assert result["safe"] is False
@@ -95,9 +89,9 @@ def test_unsafe_loaders_report_every_path_with_its_case_and_line(capsys, monkeyp
         assert (p["file"], p["line"]) == (target.split(":")[0], line), path
 
 
-def test_json_has_exactly_the_documented_keys(capsys, monkeypatch):
+def test_json_has_exactly_the_documented_keys(cli, monkeypatch):
     monkeypatch.chdir(USER.parent.parent)
-    rc, out, _ = run(capsys, str(USER / "loader_sqlite.py:make_loader"), "--json", "--method", "forkserver")
+    rc, out, _ = cli.main("diagnose", str(USER / "loader_sqlite.py:make_loader"), "--json", "--start-method", "forkserver")
     result = json.loads(out)
     assert rc == 1
     assert list(result) == ["target", "method", "safe", "problems", "hazards", "payload_bytes", "num_workers"]
@@ -116,14 +110,14 @@ def test_json_has_exactly_the_documented_keys(capsys, monkeypatch):
     assert result["hazards"] == []
 
 
-def test_loader_num_workers_is_reported(capsys):
-    _, out, _ = run(capsys, str(USER / "loader_several.py:make_loader"), "--json")
+def test_loader_num_workers_is_reported(cli):
+    _, out, _ = cli.main("diagnose", str(USER / "loader_several.py:make_loader"), "--json")
     assert json.loads(out)["num_workers"] == 3  # the loader's own count
 
 
 @pytest.mark.parametrize("target", SAFE)
-def test_safe_loaders_exit_0_with_no_path(capsys, target):
-    rc, out, _ = run(capsys, str(USER / target), "--json")
+def test_safe_loaders_exit_0_with_no_path(cli, target):
+    rc, out, _ = cli.main("diagnose", str(USER / target), "--json")
     result = json.loads(out)
     assert rc == 0
     assert result["safe"] is True
@@ -131,23 +125,23 @@ def test_safe_loaders_exit_0_with_no_path(capsys, target):
     assert result["payload_bytes"] > 0
 
 
-def test_large_numpy_payload_is_counted(capsys):
+def test_large_numpy_payload_is_counted(cli):
     # loader_numpy holds a (2**20, 8) float64 array: 64 MiB, plus a few hundred bytes of pickle.
     array_bytes = (1 << 20) * 8 * 8
-    rc, out, _ = run(capsys, str(USER / "loader_numpy.py:dataset"), "--json", "--num-workers", "4")
+    rc, out, _ = cli.main("diagnose", str(USER / "loader_numpy.py:dataset"), "--json", "--num-workers", "4")
     result = json.loads(out)
     assert rc == 0
     assert array_bytes <= result["payload_bytes"] <= array_bytes + 4096
     assert result["num_workers"] == 4
-    rc, out, _ = run(capsys, str(USER / "loader_numpy.py:dataset"))
+    rc, out, _ = cli.main("diagnose", str(USER / "loader_numpy.py:dataset"))
     assert rc == 0
     assert "SAFE under spawn" in out
     assert "x 2 workers" in out  # a bare dataset is diagnosed as DataLoader(dataset, num_workers=2)
 
 
-def test_human_output_lists_path_type_message_and_fix(capsys, monkeypatch):
+def test_human_output_lists_path_type_message_and_fix(cli, monkeypatch):
     monkeypatch.chdir(USER.parent.parent)
-    rc, out, _ = run(capsys, str(USER / "loader_nested.py:make_loader"))
+    rc, out, _ = cli.main("diagnose", str(USER / "loader_nested.py:make_loader"))
     assert rc == 1
     assert "UNSAFE under spawn: 2 objects cannot be sent to a worker" in out
     assert "1. dataset.transform.transforms[2]" in out
@@ -158,9 +152,9 @@ def test_human_output_lists_path_type_message_and_fix(capsys, monkeypatch):
     assert "payload: not measured" in out
 
 
-def test_module_target_from_the_current_directory(capsys, monkeypatch):
+def test_module_target_from_the_current_directory(cli, monkeypatch):
     monkeypatch.chdir(USER.parent)
-    rc, out, _ = run(capsys, "user_code.loader_partial:make_loader", "--json")
+    rc, out, _ = cli.main("diagnose", "user_code.loader_partial:make_loader", "--json")
     assert rc == 1
     assert sorted(p["path"] for p in json.loads(out)["problems"]) == ["collate_fn.func", "collate_fn.keywords['key']"]
 
@@ -173,27 +167,25 @@ def test_module_target_from_the_current_directory(capsys, monkeypatch):
     ("user_code/loader_slots.py:broken_factory", "calling broken_factory() raised ValueError: data root /nonexistent"),
     ("user_code/loader_slots.py", "expected package.module:attr or path/to/file.py:attr"),
 ])
-def test_bad_targets_exit_2_with_one_line(capsys, monkeypatch, target, words):
+def test_bad_targets_exit_2_with_one_line(cli, monkeypatch, target, words):
     monkeypatch.chdir(USER.parent)
-    rc, out, err = run(capsys, target)
+    rc, out, err = cli.main("diagnose", target)
     assert rc == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
     assert words in err
 
 
-def test_usage_error_for_a_method_that_pickles_nothing(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["diagnose", str(USER / "loader_safe.py:make_loader"), "--method", "fork"])
-    assert info.value.code == 2
-    assert "--method" in capsys.readouterr().err
+@pytest.mark.parametrize("flag", ["--start-method", "--method"])
+def test_usage_error_for_a_method_that_pickles_nothing(cli, flag):
+    rc, out, err = cli.main("diagnose", str(USER / "loader_safe.py:make_loader"), flag, "fork")
+    assert (rc, out) == (2, "")
+    assert err == (f"harness diagnose: {flag} 'fork' resolves to 'fork', which pickles nothing at worker start; "
+                   "choose one of spawn, forkserver or a platform that uses them\n")
 
 
-def test_cli_entry_point_end_to_end():
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "diagnose", "tests/user_code/loader_local_class.py:make_loader"],
-        cwd=USER.parent.parent, capture_output=True, text=True, timeout=120,
-    )
+def test_cli_entry_point_end_to_end(cli):
+    proc = cli("diagnose", "tests/user_code/loader_local_class.py:make_loader", cwd=USER.parent.parent, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert "1. dataset.__class__" in proc.stdout
     assert "matches case dataset-class-in-function; fix: dataset-class-toplevel" in proc.stdout
@@ -222,25 +214,25 @@ print(json.dumps(out))
 """
 
 
-def _agree_with_real_start(capsys, targets: list[str]) -> None:
+def _agree_with_real_start(cli, targets: list[str]) -> None:
     proc = subprocess.run([sys.executable, "-c", _REAL_START, str(USER), *targets],
                           capture_output=True, text=True, timeout=300, cwd=USER)
     assert proc.returncode == 0, proc.stderr[-2000:]
     real = json.loads(proc.stdout.strip().splitlines()[-1])
     for target in targets:
-        rc, _, _ = run(capsys, str(USER / target))
+        rc, _, _ = cli.main("diagnose", str(USER / target))
         assert (real[target] == "started") == (rc == 0), (target, real[target])
 
 
-def test_verdicts_agree_with_a_real_spawn_start(capsys):
+def test_verdicts_agree_with_a_real_spawn_start(cli):
     """One unsafe and one safe loader, started for real under spawn (the fast check)."""
-    _agree_with_real_start(capsys, ["loader_nested.py:make_loader", "loader_safe.py:make_loader"])
+    _agree_with_real_start(cli, ["loader_nested.py:make_loader", "loader_safe.py:make_loader"])
 
 
 @pytest.mark.catalogue
-def test_every_verdict_agrees_with_a_real_spawn_start(capsys):
+def test_every_verdict_agrees_with_a_real_spawn_start(cli):
     """Every unsafe loader really fails to start under spawn, and every safe one starts."""
-    _agree_with_real_start(capsys, sorted(UNSAFE) + SAFE)
+    _agree_with_real_start(cli, sorted(UNSAFE) + SAFE)
 
 
 def test_drawing_the_first_indices_leaves_the_random_streams_alone():

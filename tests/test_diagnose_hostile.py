@@ -19,17 +19,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness._cli import main
-
 USER = Path(__file__).parent / "user_code"
 ROOT = USER.parent.parent
 POSIX = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and RLIMIT_AS")
 
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(["diagnose", *argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 # -- user code that raises BaseExceptions --------------------------------------------------------
@@ -40,8 +33,8 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
     ("keyboard_interrupt", "KeyboardInterrupt", "(raised with no message)"),
     ("generator_exit", "GeneratorExit", "(raised with no message)"),
 ])
-def test_reduce_raising_a_base_exception_is_a_finding(capsys, factory, exc_type, message):
-    rc, out, err = run(capsys, str(USER / f"hostile_raises.py:{factory}"))
+def test_reduce_raising_a_base_exception_is_a_finding(cli, factory, exc_type, message):
+    rc, out, err = cli.main("diagnose", str(USER / f"hostile_raises.py:{factory}"))
     assert rc == 1, err
     assert "UNSAFE under spawn: 1 object cannot be sent to a worker" in out
     assert "1. dataset.bomb" in out
@@ -50,9 +43,9 @@ def test_reduce_raising_a_base_exception_is_a_finding(capsys, factory, exc_type,
     assert "Traceback" not in out + err
 
 
-def test_reduce_raising_a_base_exception_in_json(capsys, monkeypatch):
+def test_reduce_raising_a_base_exception_in_json(cli, monkeypatch):
     monkeypatch.chdir(ROOT)
-    rc, out, _ = run(capsys, str(USER / "hostile_raises.py:exit_0"), "--json")
+    rc, out, _ = cli.main("diagnose", str(USER / "hostile_raises.py:exit_0"), "--json")
     assert rc == 1
     result = json.loads(out)
     assert result["safe"] is False
@@ -61,8 +54,8 @@ def test_reduce_raising_a_base_exception_in_json(capsys, monkeypatch):
                                    "file": "tests/user_code/hostile_raises.py", "line": 20}]  # class Raises
 
 
-def test_escape_sequences_from_user_code_do_not_reach_the_terminal(capsys):
-    rc, out, _ = run(capsys, str(USER / "hostile_raises.py:escapes"))
+def test_escape_sequences_from_user_code_do_not_reach_the_terminal(cli):
+    rc, out, _ = cli.main("diagnose", str(USER / "hostile_raises.py:escapes"))
     assert rc == 1
     assert "\x1b" not in out
     assert "message: ValueError: \\x1b[2J\\x1b[31mall clear" in out
@@ -80,9 +73,9 @@ def test_escape_sequences_from_user_code_do_not_reach_the_terminal(capsys):
                         "drawing the first indices raised KeyboardInterrupt", "case": None, "fix": None,
                         "file": "tests/user_code/hostile_raises.py", "line": 96}),
 ])
-def test_indices_that_exit_or_interrupt_are_a_finding(capsys, monkeypatch, factory, expected):
+def test_indices_that_exit_or_interrupt_are_a_finding(cli, monkeypatch, factory, expected):
     monkeypatch.chdir(ROOT)
-    rc, out, err = run(capsys, str(USER / f"hostile_raises.py:{factory}"), "--json")
+    rc, out, err = cli.main("diagnose", str(USER / f"hostile_raises.py:{factory}"), "--json")
     assert rc == 1, err
     assert json.loads(out)["problems"] == [expected]
 
@@ -92,17 +85,18 @@ def test_indices_that_exit_or_interrupt_are_a_finding(capsys, monkeypatch, facto
     ("hostile_raises.py:factory_exits", "calling factory_exits() raised SystemExit: 3"),
     ("hostile_raises.py:factory_interrupts", "calling factory_interrupts() raised KeyboardInterrupt"),
 ])
-def test_import_or_factory_raising_a_base_exception_is_one_line_exit_2(capsys, target, words):
-    rc, out, err = run(capsys, str(USER / target))
+def test_import_or_factory_raising_a_base_exception_is_one_line_exit_2(cli, target, words):
+    rc, out, err = cli.main("diagnose", str(USER / target))
     assert rc == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
     assert words in err
 
 
-def test_what_the_user_code_prints_stays_off_the_json(capfd):
-    rc = main(["diagnose", str(USER / "hostile_raises.py:prints"), "--json"])
-    out, err = capfd.readouterr()
+def test_what_the_user_code_prints_stays_off_the_json(cli, capfd):
+    rc, out, _ = cli.main("diagnose", str(USER / "hostile_raises.py:prints"), "--json")
+    leaked, err = capfd.readouterr()  # what the child wrote to the file descriptors it inherited
+    assert leaked == ""
     assert rc == 0
     assert json.loads(out)["safe"] is True
     assert "hello from the factory" in err
@@ -110,10 +104,10 @@ def test_what_the_user_code_prints_stays_off_the_json(capfd):
 
 # -- user code that never returns, or ends its process -------------------------------------------
 
-def test_a_factory_that_sleeps_is_killed_after_the_timeout(capsys):
+def test_a_factory_that_sleeps_is_killed_after_the_timeout(cli):
     t0 = time.monotonic()
     # Long enough for the child to import torch and reach the factory on a loaded machine.
-    rc, out, err = run(capsys, str(USER / "hostile_raises.py:factory_sleeps"), "--timeout", "12")
+    rc, out, err = cli.main("diagnose", str(USER / "hostile_raises.py:factory_sleeps"), "--timeout", "12")
     assert time.monotonic() - t0 < 60
     assert rc == 2
     assert out == ""
@@ -142,10 +136,10 @@ def _gone(pid: int, timeout: float = 10.0) -> bool:
     return False
 
 
-def test_the_timeout_kills_what_the_factory_started_too(capsys, monkeypatch, tmp_path):
+def test_the_timeout_kills_what_the_factory_started_too(cli, monkeypatch, tmp_path):
     pid_file = tmp_path / "grandchild.pid"
     monkeypatch.setenv("HOSTILE_PID_FILE", str(pid_file))
-    rc, _, err = run(capsys, str(USER / "hostile_raises.py:factory_sleeps_with_child"), "--timeout", "8")
+    rc, _, err = cli.main("diagnose", str(USER / "hostile_raises.py:factory_sleeps_with_child"), "--timeout", "8")
     assert rc == 2
     assert "timed out after 8 s while calling factory_sleeps_with_child()" in err
     assert _gone(_wait_for(pid_file, 1))
@@ -153,12 +147,10 @@ def test_the_timeout_kills_what_the_factory_started_too(capsys, monkeypatch, tmp
 
 @POSIX
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_ctrl_c_in_the_parent_kills_the_child_tree_and_exits_130(tmp_path, sig):
+def test_ctrl_c_in_the_parent_kills_the_child_tree_and_exits_130(tmp_path, sig, cli):
     pid_file = tmp_path / "grandchild.pid"
-    env = {**os.environ, "HOSTILE_PID_FILE": str(pid_file)}
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "diagnose",
-                             "tests/user_code/hostile_raises.py:factory_sleeps_with_child"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli.start("diagnose", "tests/user_code/hostile_raises.py:factory_sleeps_with_child", cwd=ROOT,
+                     env={"HOSTILE_PID_FILE": str(pid_file)})
     try:
         grandchild = _wait_for(pid_file)
         proc.send_signal(sig)
@@ -172,9 +164,9 @@ def test_ctrl_c_in_the_parent_kills_the_child_tree_and_exits_130(tmp_path, sig):
     assert _gone(grandchild)
 
 
-def test_a_factory_that_calls_os_exit_is_unsafe_in_one_line(capsys):
+def test_a_factory_that_calls_os_exit_is_unsafe_in_one_line(cli):
     target = str(USER / "hostile_raises.py:factory_os_exit")
-    rc, out, err = run(capsys, target, "--json")
+    rc, out, err = cli.main("diagnose", target, "--json")
     assert rc == 1
     assert out == ""
     assert err.strip() == (f"harness diagnose: {target}: UNSAFE: the process running it exited with status 3 "
@@ -182,8 +174,8 @@ def test_a_factory_that_calls_os_exit_is_unsafe_in_one_line(capsys):
 
 
 @POSIX
-def test_a_factory_that_kills_its_process_is_unsafe_in_one_line(capsys):
-    rc, out, err = run(capsys, str(USER / "hostile_raises.py:factory_kills_itself"))
+def test_a_factory_that_kills_its_process_is_unsafe_in_one_line(cli):
+    rc, out, err = cli.main("diagnose", str(USER / "hostile_raises.py:factory_kills_itself"))
     assert rc == 1
     assert out == ""
     assert len(err.strip().splitlines()) == 1
@@ -193,9 +185,9 @@ def test_a_factory_that_kills_its_process_is_unsafe_in_one_line(capsys):
 # -- the memory bound ----------------------------------------------------------------------------
 
 @POSIX
-def test_a_factory_past_the_memory_bound_is_one_line_exit_2(capsys, monkeypatch):
+def test_a_factory_past_the_memory_bound_is_one_line_exit_2(cli, monkeypatch):
     monkeypatch.setenv("HARNESS_DIAGNOSE_MEMORY_GIB", "1")
-    rc, out, err = run(capsys, str(USER / "hostile_raises.py:factory_allocates"))
+    rc, out, err = cli.main("diagnose", str(USER / "hostile_raises.py:factory_allocates"))
     assert rc == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
@@ -204,9 +196,9 @@ def test_a_factory_past_the_memory_bound_is_one_line_exit_2(capsys, monkeypatch)
 
 
 @POSIX
-def test_a_reducer_past_the_memory_bound_is_a_finding(capsys, monkeypatch):
+def test_a_reducer_past_the_memory_bound_is_a_finding(cli, monkeypatch):
     monkeypatch.setenv("HARNESS_DIAGNOSE_MEMORY_GIB", "1")
-    rc, out, _ = run(capsys, str(USER / "hostile_raises.py:reduce_allocates"), "--json")
+    rc, out, _ = cli.main("diagnose", str(USER / "hostile_raises.py:reduce_allocates"), "--json")
     assert rc == 1
     (problem,) = json.loads(out)["problems"]
     assert problem["path"] == "dataset.bomb"
@@ -214,19 +206,18 @@ def test_a_reducer_past_the_memory_bound_is_a_finding(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("value", ["lots", "-1", "nan"])
-def test_a_bad_memory_bound_is_a_usage_error(capsys, monkeypatch, value):
+def test_a_bad_memory_bound_is_a_usage_error(cli, monkeypatch, value):
     monkeypatch.setenv("HARNESS_DIAGNOSE_MEMORY_GIB", value)
-    rc, out, err = run(capsys, str(USER / "loader_safe.py:make_loader"))
+    rc, out, err = cli.main("diagnose", str(USER / "loader_safe.py:make_loader"))
     assert rc == 2
     assert out == ""
     assert err.startswith(f"harness diagnose: error: HARNESS_DIAGNOSE_MEMORY_GIB={value!r}")
 
 
-def test_timeout_must_be_a_positive_number(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["diagnose", str(USER / "loader_safe.py:make_loader"), "--timeout", "0"])
-    assert info.value.code == 2
-    assert "--timeout" in capsys.readouterr().err
+def test_timeout_must_be_a_positive_number(cli):
+    rc, out, err = cli.main("diagnose", str(USER / "loader_safe.py:make_loader"), "--timeout", "0")
+    assert (rc, out) == (2, "")
+    assert err == "harness diagnose: argument --timeout: must be a finite number > 0, got '0'\n"
 
 
 # -- a 100,000-node reference cycle --------------------------------------------------------------

@@ -23,13 +23,11 @@ The real runs themselves are the ``catalogue``-marked tests at the end.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from harness._cli import main
 from harness._diagnose import github_command
 
 USER = Path(__file__).parent / "user_code"
@@ -38,11 +36,6 @@ DOWNSTREAM = USER / "downstream"
 ON_314 = sys.version_info >= (3, 14)
 PY = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(["diagnose", *argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 @pytest.fixture
@@ -69,24 +62,24 @@ def in_user(monkeypatch):
         "file": "collate_same_name.py", "line": 27,
     }),
 ], ids=["getattr-wrapper", "same-name-batch-class"])
-def test_what_pickles_going_in_but_breaks_the_trip_is_found(capsys, in_user, target, problem):
-    rc, out, _ = run(capsys, target, "--json")
+def test_what_pickles_going_in_but_breaks_the_trip_is_found(cli, in_user, target, problem):
+    rc, out, _ = cli.main("diagnose", target, "--json")
     assert rc == 1
     result = json.loads(out)
     assert result["problems"] == [problem]
     assert result["payload_bytes"] > 0  # everything going in pickles
 
 
-def test_the_getattr_wrapper_in_text(capsys, in_user):
-    rc, out, _ = run(capsys, "loader_getattr.py:make_loader")
+def test_the_getattr_wrapper_in_text(cli, in_user):
+    rc, out, _ = cli.main("diagnose", "loader_getattr.py:make_loader")
     assert rc == 1
     assert "UNSAFE under spawn: 1 object cannot make the round trip to a worker and back." in out
     assert "   message: pickles, but unpickling in the worker fails: RecursionError: maximum recursion" in out
     assert "first batch: not checked: the worker arguments do not make it to a worker" in out
 
 
-def test_the_batch_that_cannot_come_back_in_text(capsys, in_user):
-    rc, out, _ = run(capsys, "collate_same_name.py:make_loader")
+def test_the_batch_that_cannot_come_back_in_text(cli, in_user):
+    rc, out, _ = cli.main("diagnose", "collate_same_name.py:make_loader")
     assert rc == 1
     assert "UNSAFE under spawn: 1 object cannot make the round trip to a worker and back." in out
     assert "the worker's queue feeder thread prints the error and drops the batch" in out
@@ -165,8 +158,8 @@ def test_a_dataset_that_raises_leaves_the_batch_unchecked():
 # -- version hazards -----------------------------------------------------------------------------
 
 @pytest.mark.skipif(ON_314, reason="on Python 3.14 an itertools iterator does not pickle: a problem, not a hazard")
-def test_an_itertools_cycle_is_a_hazard_not_a_problem(capsys, in_user):
-    rc, out, _ = run(capsys, "loader_itertools.py:make_loader", "--json")
+def test_an_itertools_cycle_is_a_hazard_not_a_problem(cli, in_user):
+    rc, out, _ = cli.main("diagnose", "loader_itertools.py:make_loader", "--json")
     assert rc == 0
     result = json.loads(out)
     assert result["safe"] is True
@@ -182,11 +175,11 @@ def test_an_itertools_cycle_is_a_hazard_not_a_problem(capsys, in_user):
         "line": 23,  # class RotatingAugment: an itertools.cycle has no site of its own
         "breaks_on": "3.14",
     }]
-    rc, out, _ = run(capsys, "loader_itertools.py:make_loader")
+    rc, out, _ = cli.main("diagnose", "loader_itertools.py:make_loader")
     assert rc == 0
     assert f"hazards: 1 object pickles on Python {PY} but not on a newer Python (not counted as unsafe here):" in out
     assert "   breaks:  on Python 3.14 and later" in out
-    rc, out, _ = run(capsys, "loader_itertools.py:make_loader", "--format", "github")
+    rc, out, _ = cli.main("diagnose", "loader_itertools.py:make_loader", "--format", "github")
     assert rc == 0
     assert out.splitlines() == [
         "::warning file=loader_itertools.py,line=23,title=Breaks on Python 3.14%3A dataset.augmentations::"
@@ -197,8 +190,8 @@ def test_an_itertools_cycle_is_a_hazard_not_a_problem(capsys, in_user):
 
 
 @pytest.mark.skipif(not ON_314, reason="the problem itself shows on Python 3.14 only")
-def test_an_itertools_cycle_is_a_problem_on_314(capsys, in_user):
-    rc, out, _ = run(capsys, "loader_itertools.py:make_loader", "--json")
+def test_an_itertools_cycle_is_a_problem_on_314(cli, in_user):
+    rc, out, _ = cli.main("diagnose", "loader_itertools.py:make_loader", "--json")
     assert rc == 1
     (problem,) = json.loads(out)["problems"]
     assert (problem["path"], problem["case"]) == ("dataset.augmentations", "dataset-itertools-cycle")
@@ -218,33 +211,32 @@ _GITHUB = [
 ]
 
 
-def test_github_annotations_point_at_the_local_def_and_the_lambda():
+def test_github_annotations_point_at_the_local_def_and_the_lambda(cli):
     """The issue's done-when check, as a downstream CI step runs it: its own folder, the CLI."""
-    proc = subprocess.run([sys.executable, "-m", "harness", "diagnose", "factory.py:make_loader", "--format", "github"],
-                          cwd=DOWNSTREAM, capture_output=True, text=True, timeout=120)
+    proc = cli("diagnose", "factory.py:make_loader", "--format", "github", cwd=DOWNSTREAM, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines() == _GITHUB
 
 
-def test_github_format_prints_nothing_for_a_safe_factory(capsys, monkeypatch):
+def test_github_format_prints_nothing_for_a_safe_factory(cli, monkeypatch):
     monkeypatch.chdir(DOWNSTREAM)
-    rc, out, _ = run(capsys, "factory.py:make_safe_loader", "--format", "github")
+    rc, out, _ = cli.main("diagnose", "factory.py:make_safe_loader", "--format", "github")
     assert (rc, out) == (0, "")
 
 
-def test_json_alias_gives_the_same_files_and_lines(capsys, monkeypatch):
+def test_json_alias_gives_the_same_files_and_lines(cli, monkeypatch):
     monkeypatch.chdir(DOWNSTREAM)
-    rc, out, _ = run(capsys, "factory.py:make_loader", "--json")
+    rc, out, _ = cli.main("diagnose", "factory.py:make_loader", "--json")
     assert rc == 1
     got = [(p["path"], p["file"], p["line"]) for p in json.loads(out)["problems"]]
     assert got == [("dataset.transform", "factory.py", 14), ("collate_fn", "factory.py", 18)]
-    rc2, out2, _ = run(capsys, "factory.py:make_loader", "--format", "json")
+    rc2, out2, _ = cli.main("diagnose", "factory.py:make_loader", "--format", "json")
     assert (rc2, out2) == (rc, out)
 
 
-def test_a_file_outside_the_current_directory_is_absolute(capsys, monkeypatch, tmp_path):
+def test_a_file_outside_the_current_directory_is_absolute(cli, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    _, out, _ = run(capsys, str(DOWNSTREAM / "factory.py:make_loader"), "--json")
+    _, out, _ = cli.main("diagnose", str(DOWNSTREAM / "factory.py:make_loader"), "--json")
     assert {p["file"] for p in json.loads(out)["problems"]} == {str(DOWNSTREAM / "factory.py")}
 
 
@@ -256,9 +248,9 @@ def test_github_escaping_follows_the_toolkit():
 
 # -- several targets -----------------------------------------------------------------------------
 
-def test_several_targets_are_all_reported_and_the_worst_exit_wins(capsys, monkeypatch):
+def test_several_targets_are_all_reported_and_the_worst_exit_wins(cli, monkeypatch):
     monkeypatch.chdir(DOWNSTREAM)
-    rc, out, err = run(capsys, "factory.py:make_safe_loader", "nope.py:make_loader", "factory.py:make_loader", "--json")
+    rc, out, err = cli.main("diagnose", "factory.py:make_safe_loader", "nope.py:make_loader", "factory.py:make_loader", "--json")
     assert rc == 2  # an input error for any target; the others are still reported
     result = json.loads(out)
     assert [r["target"] for r in result] == ["factory.py:make_safe_loader", "nope.py:make_loader",
@@ -267,11 +259,11 @@ def test_several_targets_are_all_reported_and_the_worst_exit_wins(capsys, monkey
     assert result[1] == {"target": "nope.py:make_loader", "error": "harness diagnose: error: nope.py: file not found"}
     assert [p["path"] for p in result[2]["problems"]] == ["dataset.transform", "collate_fn"]
     assert err.strip() == "harness diagnose: error: nope.py: file not found"
-    rc, out, _ = run(capsys, "factory.py:make_safe_loader", "factory.py:make_loader")
+    rc, out, _ = cli.main("diagnose", "factory.py:make_safe_loader", "factory.py:make_loader")
     assert rc == 1
     assert "factory.py:make_safe_loader: SAFE under spawn" in out
     assert "\n\nfactory.py:make_loader: UNSAFE under spawn: 2 objects cannot be sent to a worker." in out
-    rc, out, _ = run(capsys, "nope.py:x", "--format", "github")
+    rc, out, _ = cli.main("diagnose", "nope.py:x", "--format", "github")
     assert rc == 2
     assert out == "::error title=harness diagnose::harness diagnose: error: nope.py: file not found\n"
 
@@ -290,9 +282,9 @@ def test_several_targets_are_all_reported_and_the_worst_exit_wins(capsys, monkey
      "itertools.cycle" if ON_314 else ""),
     ("downstream/factory.py", "spawn", "error", "pickle", "Can't pickle local object 'make_loader.<locals>.scale'"),
 ])
-def test_each_fixture_fails_for_real_as_diagnosed(capsys, script, method, outcome, kind, cause):
-    rc = main(["reproduce", str(USER / script), "--method", method, "--timeout", "15", "--json"])
-    result = json.loads(capsys.readouterr().out)
+def test_each_fixture_fails_for_real_as_diagnosed(cli, script, method, outcome, kind, cause):
+    rc, out, _ = cli.main("reproduce", str(USER / script), "--start-method", method, "--timeout", "15", "--json")
+    result = json.loads(out)
     assert (result["outcome"], result["kind"]) == (outcome, kind), result
     assert cause in result["root_cause"]
     assert rc == (0 if outcome == "pass" else 1)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from harness._catalogue import discover
@@ -14,13 +12,8 @@ from harness.report.merge import merge
 DATA = Path(__file__).parent / "data"
 
 
-def explain(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", "explain", *args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd)
-
-
-def test_bad_case_shows_code_why_sources_and_diff_to_its_fix(tmp_path):
-    proc = explain("transform-local-def", cwd=tmp_path)
+def test_bad_case_shows_code_why_sources_and_diff_to_its_fix(tmp_path, cli):
+    proc = cli("explain", "transform-local-def", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     case = {c.id: c for c in discover().cases}["transform-local-def"]
@@ -39,12 +32,12 @@ def test_bad_case_shows_code_why_sources_and_diff_to_its_fix(tmp_path):
     assert "no report at reports/matrix.json" in text
 
 
-def test_observed_outcomes_come_from_the_report(tmp_path):
+def test_observed_outcomes_come_from_the_report(tmp_path, cli):
     shard = json.loads((DATA / "shard-linux-py3.11.json").read_text())
     matrix = merge([(DATA / "shard-linux-py3.11.json", shard)])
     path = tmp_path / "matrix.json"
     path.write_text(json.dumps(matrix))
-    proc = explain("transform-closure-captures-local", "--matrix", str(path))
+    proc = cli("explain", "transform-closure-captures-local", "--matrix", str(path))
     assert proc.returncode == 0, proc.stderr
     observed = proc.stdout.split("Observed (latest report)\n", 1)[1].split("\nCode (", 1)[0]
     runner = shard["runner"]["id"]
@@ -57,31 +50,31 @@ def test_observed_outcomes_come_from_the_report(tmp_path):
     assert "first batch" in observed  # costs of the passing cells
 
 
-def test_a_case_the_report_has_not_seen_is_said_so(tmp_path):
+def test_a_case_the_report_has_not_seen_is_said_so(tmp_path, cli):
     shard = json.loads((DATA / "shard-linux-py3.11.json").read_text())
     path = tmp_path / "matrix.json"
     path.write_text(json.dumps(merge([(DATA / "shard-linux-py3.11.json", shard)])))
     seen = {r["case"] for r in shard["results"]}
     unseen = next(c.id for c in discover().cases if c.id not in seen)
-    proc = explain(unseen, "--matrix", str(path))
+    proc = cli("explain", unseen, "--matrix", str(path))
     assert proc.returncode == 0
     assert "has no result for this case" in proc.stdout
 
 
-def test_good_case_names_the_cases_it_fixes():
-    proc = explain("dataset-zip-lazy", "--matrix", "/nonexistent/matrix.json")
+def test_good_case_names_the_cases_it_fixes(cli):
+    proc = cli("explain", "dataset-zip-lazy", "--matrix", "/nonexistent/matrix.json")
     assert proc.returncode == 0, proc.stderr
     assert "none needed: this is the fix for dataset-zip-archive" in proc.stdout
 
 
-def test_unknown_case_and_unreadable_report_are_one_line_errors(tmp_path):
-    proc = explain("transform-lamda")
+def test_unknown_case_and_unreadable_report_are_one_line_errors(tmp_path, cli):
+    proc = cli("explain", "transform-lamda")
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert "unknown case 'transform-lamda'" in line and "transform-lambda" in line
     bad = tmp_path / "matrix.json"
     bad.write_text("{not json")
-    proc = explain("transform-lambda", "--matrix", str(bad))
+    proc = cli("explain", "transform-lambda", "--matrix", str(bad))
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert str(bad) in line

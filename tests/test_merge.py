@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,7 +11,6 @@ import pytest
 import referencing
 from _shards import linux_shard, windows_shard, write
 
-from harness._cli import main
 from harness.report.merge import load_shards
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "harness" / "schemas"
@@ -28,7 +25,7 @@ def _matrix_validator() -> jsonschema.Draft202012Validator:
 
 
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory) -> dict:
+def mixed(tmp_path_factory, cli) -> dict:
     """The real Linux shard, a Windows shard derived from it, and three bad files, reported once."""
     root = tmp_path_factory.mktemp("mixed")
     shards = root / "shards"
@@ -45,8 +42,7 @@ def mixed(tmp_path_factory) -> dict:
     future["schema_version"] = 2
     write(shards / "future.json", future)
     out = root / "out"
-    proc = subprocess.run([sys.executable, "-m", "harness", "report", "--shards", str(shards), "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    proc = cli("report", "--shards", str(shards), "--out", str(out), timeout=120)
     return {"proc": proc, "out": out, "shards": shards, "linux": linux, "windows": win,
             "matrix": json.loads((out / "matrix.json").read_text(encoding="utf-8"))}
 
@@ -111,7 +107,7 @@ def test_report_files_written_and_message_escaped(mixed):
         assert name in md and name in html
 
 
-def test_same_runner_id_with_different_content_is_rejected(tmp_path, capsys):
+def test_same_runner_id_with_different_content_is_rejected(tmp_path, cli):
     linux = linux_shard()
     write(tmp_path / "a.json", linux)
     write(tmp_path / "b.json", linux)  # the same shard twice (e.g. two artifact copies) is fine
@@ -123,28 +119,30 @@ def test_same_runner_id_with_different_content_is_rejected(tmp_path, capsys):
     assert len(rejected) == 1 and rejected[0].startswith(str(tmp_path / "c.json"))
     assert "already supplied by a.json" in rejected[0]
 
-    assert main(["report", "--shards", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
+    rc, _, err = cli.main("report", "--shards", str(tmp_path), "--out", str(tmp_path / "out"))
+    assert rc == 2
     assert err.count("rejected") == 1 and "c.json" in err
     assert len(json.loads((tmp_path / "out" / "matrix.json").read_text())["runners"]) == 1
 
 
-def test_exit_codes_clean_mismatch_and_nothing(tmp_path, capsys):
+def test_exit_codes_clean_mismatch_and_nothing(tmp_path, cli):
     good = tmp_path / "good"
     write(good / "linux.json", linux_shard())
-    assert main(["report", "--shards", str(good), "--out", str(tmp_path / "o1")]) == 0
+    assert cli.main("report", "--shards", str(good), "--out", str(tmp_path / "o1")).returncode == 0
 
     bad = tmp_path / "bad"
     shard = linux_shard()
     rec = next(r for r in shard["results"] if r["case"] == "transform-lambda" and r["method"] == "spawn")
     rec.update(outcome="pass", kind=None, matches=False)
     write(bad / "linux.json", shard)
-    assert main(["report", "--shards", str(bad), "--out", str(tmp_path / "o2")]) == 1
-    assert "MISMATCH transform-lambda [spawn]" in capsys.readouterr().out
+    rc, out, _ = cli.main("report", "--shards", str(bad), "--out", str(tmp_path / "o2"))
+    assert rc == 1
+    assert "MISMATCH transform-lambda [spawn]" in out
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert main(["report", "--shards", str(empty), "--out", str(tmp_path / "o3")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    rc, _, printed = cli.main("report", "--shards", str(empty), "--out", str(tmp_path / "o3"))
+    assert rc == 2
+    err = printed.strip().splitlines()
     assert len(err) == 1 and str(empty) in err[0]
     assert not (tmp_path / "o3").exists()

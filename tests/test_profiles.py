@@ -24,13 +24,6 @@ from harness._runner import SHORT_TEMP_ROOT, cell_temp_root
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="emulation runs on Linux")
 
 
-def harness(*args: str, timeout: float = 300, **env_extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, **env_extra)
-    env.pop("CI", None)
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
-
-
 def records(out: Path) -> tuple[dict, dict[tuple[str, str], dict]]:
     (path,) = list(out.glob("*.json"))
     shard = json.loads(path.read_text(encoding="utf-8"))
@@ -76,8 +69,8 @@ def test_why_short_roots_matter_forkserver_under_a_long_tmpdir_fails(tmp_path):
     assert "ok 0" in good.stdout, good.stderr
 
 
-def test_windows_profile_has_only_spawn_and_says_what_it_emulates(tmp_path):
-    proc = harness("run", "--profile", "windows", "--cases", "transform-lambda", "--out", str(tmp_path))
+def test_windows_profile_has_only_spawn_and_says_what_it_emulates(tmp_path, cli):
+    proc = cli("run", "--profile", "windows", "--cases", "transform-lambda", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     shard, got = records(tmp_path)
     runner = shard["runner"]
@@ -89,12 +82,12 @@ def test_windows_profile_has_only_spawn_and_says_what_it_emulates(tmp_path):
     assert (got[("transform-lambda", "spawn")]["outcome"], got[("transform-lambda", "spawn")]["kind"]) == ("error", "pickle")
 
 
-def test_macos_profile_long_tmpdir_and_file_system_strategy(tmp_path):
+def test_macos_profile_long_tmpdir_and_file_system_strategy(tmp_path, cli):
     """Under the macOS profile the run's TMPDIR is as long as a macOS runner's, yet forkserver
     cells start (short cell roots); the torch.Generator case gives what file_system sharing
     gives: every worker unpickles the same generator state (wrong), not a dead worker."""
-    proc = harness("run", "--profile", "macos", "--cases", "transform-toplevel-def", "dataset-torch-generator",
-                   "--methods", "forkserver", "--out", str(tmp_path))
+    proc = cli("run", "--profile", "macos", "--cases", "transform-toplevel-def", "dataset-torch-generator",
+               "--start-method", "forkserver", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     shard, got = records(tmp_path)
     assert shard["runner"]["profile"]["temp_dir_chars"] == 49
@@ -103,17 +96,17 @@ def test_macos_profile_long_tmpdir_and_file_system_strategy(tmp_path):
     assert (gen["outcome"], gen["expected"], gen["matches"]) == ("wrong", "wrong", True)
 
 
-def test_timeout_scale_multiplies_every_cell_timeout(tmp_path):
-    proc = harness("run", "--cases", "transform-toplevel-def", "--methods", "in-process", "--out", str(tmp_path),
-                   HARNESS_TIMEOUT_SCALE="2.5")
+def test_timeout_scale_multiplies_every_cell_timeout(tmp_path, cli):
+    proc = cli("run", "--cases", "transform-toplevel-def", "--start-method", "in-process", "--out", str(tmp_path),
+               env={"HARNESS_TIMEOUT_SCALE": "2.5"})
     assert proc.returncode == 0, proc.stderr
     shard, _ = records(tmp_path)
     assert shard["runner"]["timeout_scale"] == 2.5
-    bad = harness("run", "--cases", "transform-toplevel-def", "--out", str(tmp_path), HARNESS_TIMEOUT_SCALE="fast")
+    bad = cli("run", "--cases", "transform-toplevel-def", "--out", str(tmp_path), env={"HARNESS_TIMEOUT_SCALE": "fast"})
     assert bad.returncode == 2 and bad.stderr.strip() == "harness run: HARNESS_TIMEOUT_SCALE: not a number: 'fast'"
 
 
-def test_reproduce_as_windows_applies_the_profile(tmp_path):
+def test_reproduce_as_windows_applies_the_profile(tmp_path, cli):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""
         import torch.multiprocessing
@@ -122,8 +115,7 @@ def test_reproduce_as_windows_applies_the_profile(tmp_path):
     """), encoding="utf-8")
 
     def reproduce(method: str) -> dict:
-        proc = subprocess.run([sys.executable, "-m", "harness", "reproduce", str(script), "--method", method, "--json"],
-                              capture_output=True, text=True, timeout=120)
+        proc = cli("reproduce", str(script), "--start-method", method, "--json", timeout=120)
         return json.loads(proc.stdout)
 
     as_windows = reproduce("windows")

@@ -4,10 +4,7 @@ from the project's root as its maintainer would (tests/data/downstream)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,15 +22,8 @@ def project(tmp_path) -> Path:
     return dest
 
 
-def harness(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
-    env["PYTHONPATH"] = str(ROOT)  # the harness under test, not the project's own path
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def test_list_reads_the_declared_catalogue(project):
-    got = harness(project, "list", "--json")
+def test_list_reads_the_declared_catalogue(project, cli):
+    got = cli("list", "--json", cwd=project)
     assert got.returncode == 0, got.stderr
     cases = json.loads(got.stdout)
     assert sorted(c["id"] for c in cases) == ["mypkg-bad-loader", "mypkg-loader"]
@@ -41,8 +31,8 @@ def test_list_reads_the_declared_catalogue(project):
 
 
 @pytest.mark.parametrize("isolation", ["warm", "fresh"])
-def test_run_observes_the_project_cases_under_every_method(project, isolation):
-    got = harness(project, "run", "--isolation", isolation, "--out", "shards")
+def test_run_observes_the_project_cases_under_every_method(project, isolation, cli):
+    got = cli("run", "--isolation", isolation, "--out", "shards", cwd=project)
     assert got.returncode == 0, got.stderr
     (path,) = (project / "shards").glob("*.json")
     shard = json.loads(path.read_text())
@@ -54,37 +44,37 @@ def test_run_observes_the_project_cases_under_every_method(project, isolation):
     assert cells[("mypkg-bad-loader", "spawn")] == ("error", "pickle")
     assert cells[("mypkg-bad-loader", "fork")] == ("pass", None)
     assert shard["complete"] is True
-    report = harness(project, "report", "--shards", "shards", "--out", "report")
+    report = cli("report", "--shards", "shards", "--out", "report", cwd=project)
     assert report.returncode == 0, report.stderr
     assert "mypkg-bad-loader" in (project / "report" / "COMPATIBILITY.md").read_text()
 
 
-def test_explain_reads_the_declared_catalogue(project):
-    got = harness(project, "explain", "mypkg-bad-loader", "--matrix", "none.json")
+def test_explain_reads_the_declared_catalogue(project, cli):
+    got = cli("explain", "mypkg-bad-loader", "--matrix", "none.json", cwd=project)
     assert got.returncode == 0, got.stderr
     assert "make_bad_loader() with a lambda" in got.stdout
     assert "mypkg-loader" in got.stdout  # its fix, with the diff
 
 
-def test_catalogue_option_overrides_the_table(project):
+def test_catalogue_option_overrides_the_table(project, cli):
     other = project / "more_cases"
     other.mkdir()
     shutil.copy(project / "harness_cases" / "good_loader.py", other / "again.py")
     (other / "again.py").write_text((other / "again.py").read_text().replace('"mypkg-loader"', '"mypkg-again"'))
-    got = harness(project, "list", "--json", "--catalogue", "more_cases")
+    got = cli("list", "--json", "--catalogue", "more_cases", cwd=project)
     assert [c["id"] for c in json.loads(got.stdout)] == ["mypkg-again"]
-    both = harness(project, "list", "--json", "--catalogue", "more_cases", "--catalogue", "harness_cases")
+    both = cli("list", "--json", "--catalogue", "more_cases", "--catalogue", "harness_cases", cwd=project)
     assert len(json.loads(both.stdout)) == 3
 
 
-def test_an_id_in_two_catalogues_is_exit_2_naming_both_files(project):
+def test_an_id_in_two_catalogues_is_exit_2_naming_both_files(project, cli):
     other = project / "more_cases"
     other.mkdir()
     shutil.copy(project / "harness_cases" / "good_loader.py", other / "copy.py")
     (project / "pyproject.toml").write_text((project / "pyproject.toml").read_text().replace(
         'catalogue = ["harness_cases"]', 'catalogue = ["harness_cases", "more_cases"]'))
     for command in (["list"], ["run", "--out", "shards"], ["explain", "mypkg-loader"]):
-        got = harness(project, *command)
+        got = cli(*command, cwd=project)
         assert got.returncode == 2, command
         (line,) = got.stderr.strip().splitlines()
         assert str(other / "copy.py") in line and str(project / "harness_cases" / "good_loader.py") in line
@@ -97,29 +87,29 @@ def test_an_id_in_two_catalogues_is_exit_2_naming_both_files(project):
     ('catalogue = ["harness_cases"', "invalid TOML"),
     ('catalogue = ["nowhere"]', "nowhere: catalogue directory does not exist"),
 ])
-def test_a_bad_table_is_one_line_naming_the_file(project, table, message):
+def test_a_bad_table_is_one_line_naming_the_file(project, table, message, cli):
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('catalogue = ["harness_cases"]', table))
-    got = harness(project, "list")
+    got = cli("list", cwd=project)
     assert got.returncode == 2
     (line,) = got.stderr.strip().splitlines()
     assert message in line and ("pyproject.toml" in line or "nowhere" in line)
 
 
-def test_a_directory_that_would_import_as_another_package_is_refused(project):
+def test_a_directory_that_would_import_as_another_package_is_refused(project, cli):
     """``cases`` (no __init__.py) would be imported as the built-in catalogue's package."""
     (project / "harness_cases").rename(project / "cases")
-    got = harness(project, "list", "--catalogue", "cases")
+    got = cli("list", "--catalogue", "cases", cwd=project)
     assert got.returncode == 2
     assert "would be imported as package 'cases'" in got.stderr
     (project / "cases").rename(project / "my-cases")
-    got = harness(project, "list", "--catalogue", "my-cases")
+    got = cli("list", "--catalogue", "my-cases", cwd=project)
     assert got.returncode == 2 and "'my-cases' is not a Python identifier" in got.stderr
 
 
-def test_report_names_a_declared_case_that_no_shard_has(project):
-    got = harness(project, "run", "--cases", "mypkg-loader", "--methods", "in-process", "--out", "shards")
+def test_report_names_a_declared_case_that_no_shard_has(project, cli):
+    got = cli("run", "--cases", "mypkg-loader", "--start-method", "in-process", "--out", "shards", cwd=project)
     assert got.returncode == 0, got.stderr
-    report = harness(project, "report", "--shards", "shards", "--out", "report")
+    report = cli("report", "--shards", "shards", "--out", "report", cwd=project)
     assert report.returncode == 0, report.stderr
     assert "case 'mypkg-bad-loader' has no result in any shard" in report.stderr

@@ -1,4 +1,4 @@
-"""The pytest plugin: ``harness.assert_spawn_safe`` and ``--mp-start-method``.
+"""The pytest plugin: ``harness.assert_spawn_safe`` and ``--start-method`` (``--mp-start-method``).
 
 ``assert_spawn_safe`` runs in this process. The start-method option is checked in a separate
 pytest session (a subprocess), where the installed ``pytest11`` entry point loads the plugin
@@ -113,10 +113,13 @@ def test_lambda_collate_fails_as_it_would_on_windows():
 '''
 
 
-@pytest.mark.parametrize("method", ["spawn", pytest.param("forkserver", marks=pytest.mark.catalogue)])
-def test_mp_start_method_forces_the_session(tmp_path, method):
+@pytest.mark.parametrize("method, flag", [
+    ("spawn", "--start-method"),
+    pytest.param("forkserver", "--mp-start-method", marks=pytest.mark.catalogue),  # the older spelling
+])
+def test_start_method_forces_the_session(tmp_path, method, flag):
     (tmp_path / "test_inner.py").write_text(_INNER.format(method=method))
-    proc = _session(tmp_path, f"--mp-start-method={method}")
+    proc = _session(tmp_path, f"{flag}={method}")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "3 passed" in proc.stdout
 
@@ -131,11 +134,12 @@ def test_without_the_option_the_platform_default_stays(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
-def test_unknown_start_method_is_a_usage_error(tmp_path):
+@pytest.mark.parametrize("flag", ["--start-method", "--mp-start-method"])
+def test_unknown_start_method_is_a_usage_error(tmp_path, flag):
     (tmp_path / "test_inner.py").write_text("def test_x():\n    pass\n")
-    proc = _session(tmp_path, "--mp-start-method=threads")
+    proc = _session(tmp_path, f"{flag}=threads")
     assert proc.returncode == 4  # pytest's usage-error exit code
-    assert "--mp-start-method" in proc.stderr
+    assert "ERROR: --start-method: unknown start method or platform 'threads' (choose from fork, spawn" in proc.stderr
 
 
 def test_readme_example_runs_as_documented(tmp_path):
@@ -203,7 +207,7 @@ def test_profile():
 def test_a_platform_name_applies_the_whole_profile(tmp_path):
     (tmp_path / "test_inner.py").write_text(_PROFILE_INNER)
     tmpdir_before = os.environ.get("TMPDIR")
-    proc = _session(tmp_path, "--mp-start-method=macos")
+    proc = _session(tmp_path, "--start-method=macos")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "1 passed" in proc.stdout
     assert os.environ.get("TMPDIR") == tmpdir_before

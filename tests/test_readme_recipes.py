@@ -65,7 +65,7 @@ def _commands() -> list[str]:
 
 def test_the_documented_commands_work_on_the_sample_project(project):
     commands = _commands()
-    assert commands == ["python -m pytest", "python -m pytest --mp-start-method=windows",
+    assert commands == ["python -m pytest", "python -m pytest --start-method=windows",
                         "harness list", "nox -s harness"]
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTHONPATH")}
     env["HARNESS_REQUIREMENT"] = str(ROOT)  # the harness under test, installed into nox's venv

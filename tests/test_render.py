@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from _shards import derive, linux_shard, windows_shard, write
 
-from harness._cli import main
 from harness.report.heatmap import render_heatmap
 from harness.report.markdown import render_markdown
 from harness.report.merge import merge
@@ -117,12 +116,12 @@ def test_summary_full_then_short_forms(matrix):
         render_summary(matrix, limit_bytes=100)
 
 
-def test_report_summary_option_appends(tmp_path, capsys):
+def test_report_summary_option_appends(tmp_path, cli):
     write(tmp_path / "shards" / "linux.json", linux_shard())
     summary = tmp_path / "summary.md"
     summary.write_text("# earlier step output\n", encoding="utf-8")
-    assert main(["report", "--shards", str(tmp_path / "shards"), "--out", str(tmp_path / "out"),
-                 "--summary", str(summary)]) == 0
+    assert cli.main("report", "--shards", str(tmp_path / "shards"), "--out", str(tmp_path / "out"),
+                    "--summary", str(summary)).returncode == 0
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("# earlier step output\n### DataLoader start-method compatibility")
     assert "No observed cell contradicts its expectation." in text
@@ -143,7 +142,7 @@ def test_heatmap_png(matrix, tmp_path):
     assert width > height and height > 40 * n  # one row per case, readable at 130 dpi
 
 
-def test_report_without_matplotlib_skips_png_with_a_note(tmp_path, monkeypatch, capsys):
+def test_report_without_matplotlib_skips_png_with_a_note(tmp_path, monkeypatch, cli):
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib → ImportError
@@ -151,8 +150,9 @@ def test_report_without_matplotlib_skips_png_with_a_note(tmp_path, monkeypatch, 
     out.mkdir()
     (out / "matrix.png").write_bytes(b"stale")
     write(tmp_path / "shards" / "linux.json", linux_shard())
-    assert main(["report", "--shards", str(tmp_path / "shards"), "--out", str(out)]) == 0
-    assert "matrix.png skipped: matplotlib is not installed" in capsys.readouterr().err
+    rc, _, err = cli.main("report", "--shards", str(tmp_path / "shards"), "--out", str(out))
+    assert rc == 0
+    assert "matrix.png skipped: matplotlib is not installed" in err
     assert not (out / "matrix.png").exists()
     assert "<img" not in (out / "matrix.html").read_text(encoding="utf-8")
     assert (out / "junit.xml").exists() and (out / "COMPATIBILITY.md").exists()

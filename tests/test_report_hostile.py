@@ -12,8 +12,6 @@ import copy
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -23,7 +21,6 @@ from _outputs import foreign_angle_brackets, foreign_html_tags, table_problems
 from _shards import linux_shard, write
 
 from harness import _jsonfile
-from harness._cli import main
 from harness._explain import observed_lines
 from harness._shard import ShardError, read_shard
 from harness.report.merge import merge
@@ -31,11 +28,8 @@ from harness.report.merge import merge
 IMG = "<img src=x onerror=alert(1)>"
 
 
-def _report(shards: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    """``harness report`` in a child whose stdout and stderr refuse what UTF-8 cannot encode."""
-    env = dict(os.environ, PYTHONIOENCODING="utf-8:strict")
-    return subprocess.run([sys.executable, "-m", "harness", "report", "--shards", str(shards), "--out", str(out),
-                           *extra], capture_output=True, timeout=120, env=env)
+#: ``harness report`` in a child whose stdout and stderr refuse what UTF-8 cannot encode.
+STRICT_UTF8 = {"PYTHONIOENCODING": "utf-8:strict"}
 
 
 def _rejections(stderr: str) -> dict[str, str]:
@@ -52,7 +46,7 @@ def _strict_json(path: Path):
 # A. Files that are not shards to read -------------------------------------------------------
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo") or not Path("/dev/zero").exists(), reason="needs FIFOs and /dev/zero")
-def test_devices_fifos_huge_and_deep_files_are_rejected_quickly(tmp_path):
+def test_devices_fifos_huge_and_deep_files_are_rejected_quickly(tmp_path, cli):
     shards = tmp_path / "shards"
     write(shards / "good.json", linux_shard())
     (shards / "zero.json").symlink_to("/dev/zero")
@@ -65,9 +59,9 @@ def test_devices_fifos_huge_and_deep_files_are_rejected_quickly(tmp_path):
     (shards / "folder.json").mkdir()
     (shards / "dangling.json").symlink_to(tmp_path / "nowhere")
     start = time.monotonic()
-    proc = _report(shards, tmp_path / "out")
+    proc = cli("report", "--shards", str(shards), "--out", str(tmp_path / "out"), env=STRICT_UTF8, timeout=120)
     assert time.monotonic() - start < 60
-    err = proc.stderr.decode()
+    err = proc.stderr
     assert proc.returncode == 2, err
     got = _rejections(err)
     assert set(got) == {"zero.json", "fifo.json", "fifo-link.json", "deep.json", "deep-objects.json",
@@ -150,7 +144,7 @@ def test_cut_messages_of_the_run_side_are_accepted(tmp_path):
     assert read_shard(write(tmp_path / "cut.json", shard))["results"][0] == rec
 
 
-def test_bad_shards_leave_the_good_ones_and_a_strict_matrix(tmp_path, capsys):
+def test_bad_shards_leave_the_good_ones_and_a_strict_matrix(tmp_path, cli):
     shards = tmp_path / "shards"
     write(shards / "good.json", linux_shard())
     dup = linux_shard()
@@ -165,8 +159,8 @@ def test_bad_shards_leave_the_good_ones_and_a_strict_matrix(tmp_path, capsys):
         rec["runner"] = "linux-nan"
     nan["results"][0]["duration_s"] = float("nan")
     write(shards / "nan.json", nan)
-    assert main(["report", "--shards", str(shards), "--out", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
+    rc, _, err = cli.main("report", "--shards", str(shards), "--out", str(tmp_path / "out"))
+    assert rc == 2
     got = _rejections(err)
     assert set(got) == {"dup.json", "nan.json"}, err
     matrix = _strict_json(tmp_path / "out" / "matrix.json")
@@ -176,7 +170,7 @@ def test_bad_shards_leave_the_good_ones_and_a_strict_matrix(tmp_path, capsys):
 
 # B. Lone surrogates -------------------------------------------------------------------------
 
-def test_lone_surrogates_survive_every_output(tmp_path):
+def test_lone_surrogates_survive_every_output(tmp_path, cli):
     shards = tmp_path / "shards"
     shard = linux_shard()
     rid = "linux-\udcfe"
@@ -199,8 +193,9 @@ def test_lone_surrogates_survive_every_output(tmp_path):
     except OSError:  # a file system that wants UTF-8 names
         named = False
     summary = tmp_path / "summary.md"
-    proc = _report(shards, tmp_path / "out", "--summary", str(summary))
-    out, err = proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")  # strict: no surrogate got through
+    proc = cli("report", "--shards", str(shards), "--out", str(tmp_path / "out"), "--summary", str(summary),
+               env=STRICT_UTF8, timeout=120)
+    out, err = proc.stdout, proc.stderr  # decoded strictly: no surrogate got through
     assert proc.returncode == (2 if named else 1), err
     assert "MISMATCH transform-\\udcfe [spawn] on linux-\\udcfe" in out
     if named:
@@ -247,13 +242,14 @@ def _hostile_shard() -> dict:
     return shard
 
 
-def test_markup_in_every_field_stays_text(tmp_path):
+def test_markup_in_every_field_stays_text(tmp_path, cli):
     shards = tmp_path / "shards"
     write(shards / "hostile.json", _hostile_shard())
     summary = tmp_path / "summary.md"
-    proc = _report(shards, tmp_path / "out", "--summary", str(summary))
-    out = proc.stdout.decode("utf-8")
-    assert proc.returncode == 1, proc.stderr.decode()
+    proc = cli("report", "--shards", str(shards), "--out", str(tmp_path / "out"), "--summary", str(summary),
+               env=STRICT_UTF8, timeout=120)
+    out = proc.stdout
+    assert proc.returncode == 1, proc.stderr
     assert "\x1b" not in out and "MISMATCH" in out and "\\x1b[31m" in out
     for path in (tmp_path / "out" / "COMPATIBILITY.md", summary):
         md = path.read_text(encoding="utf-8")
@@ -285,28 +281,26 @@ def test_explain_prints_a_report_s_text_as_one_safe_line():
 
 # E. The report's own outputs in the shard directory ---------------------------------------------
 
-def test_out_equal_to_shards_skips_its_own_matrix(tmp_path, capsys):
+def test_out_equal_to_shards_skips_its_own_matrix(tmp_path, cli):
     both = tmp_path / "reports"
     write(both / "linux.json", linux_shard())
-    assert main(["report", "--shards", str(both), "--out", str(both)]) == 0
-    capsys.readouterr()
-    assert main(["report", "--shards", str(both), "--out", str(both)]) == 0
-    err = capsys.readouterr().err
+    assert cli.main("report", "--shards", str(both), "--out", str(both)).returncode == 0
+    rc, _, err = cli.main("report", "--shards", str(both), "--out", str(both))
+    assert rc == 0
     assert "matrix.json: a report's matrix.json, not a shard; skipped" in err and "rejected" not in err
     matrix = _strict_json(both / "matrix.json")
     assert len(matrix["runners"]) == 1 and matrix["rejected"] == []
 
 
-def test_a_copied_matrix_is_skipped_but_a_matrix_lookalike_is_rejected(tmp_path, capsys):
+def test_a_copied_matrix_is_skipped_but_a_matrix_lookalike_is_rejected(tmp_path, cli):
     first = tmp_path / "first"
     write(first / "linux.json", linux_shard())
-    assert main(["report", "--shards", str(first), "--out", str(tmp_path / "out")]) == 0
+    assert cli.main("report", "--shards", str(first), "--out", str(tmp_path / "out")).returncode == 0
     shards = tmp_path / "shards"
     write(shards / "linux.json", linux_shard())
     (shards / "old-report.json").write_bytes((tmp_path / "out" / "matrix.json").read_bytes())
     write(shards / "lookalike.json", {"schema_version": 1, "results": []})
-    capsys.readouterr()
-    assert main(["report", "--shards", str(shards), "--out", str(tmp_path / "out2")]) == 2
-    err = capsys.readouterr().err
+    rc, _, err = cli.main("report", "--shards", str(shards), "--out", str(tmp_path / "out2"))
+    assert rc == 2
     assert "old-report.json: a report's matrix.json, not a shard; skipped" in err
     assert set(_rejections(err)) == {"lookalike.json"}

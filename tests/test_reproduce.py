@@ -14,19 +14,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness._cli import main
-
 USER = Path(__file__).parent / "user_code"
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    rc = main(["reproduce", *argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
 
-
-def test_missing_guard_replayed_as_windows(capsys):
-    rc, out, _ = run(capsys, str(USER / "no_guard.py"), "--method", "windows", "--json")
+def test_missing_guard_replayed_as_windows(cli):
+    rc, out, _ = cli.main("reproduce", str(USER / "no_guard.py"), "--start-method", "windows", "--json")
     result = json.loads(out)
     assert rc == 1
     assert list(result) == ["script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "note"]
@@ -40,9 +33,9 @@ def test_missing_guard_replayed_as_windows(capsys):
     assert result["duration_s"] > 0
 
 
-def test_script_arguments_arrive_after_double_dash(capsys):
+def test_script_arguments_arrive_after_double_dash(cli):
     # clean.py parses --epochs as an int; a value it rejects proves the arguments reached it.
-    rc, out, _ = run(capsys, str(USER / "clean.py"), "--method", "fork", "--json", "--", "--epochs", "two")
+    rc, out, _ = cli.main("reproduce", str(USER / "clean.py"), "--start-method", "fork", "--json", "--", "--epochs", "two")
     result = json.loads(out)
     assert rc == 1
     assert result["outcome"] == "error"
@@ -50,19 +43,20 @@ def test_script_arguments_arrive_after_double_dash(capsys):
 
 
 @pytest.mark.catalogue
-def test_script_arguments_change_the_run(capsys):
-    rc, out, _ = run(capsys, str(USER / "clean.py"), "--method", "fork", "--", "--epochs", "2", "--num-workers", "1")
+def test_script_arguments_change_the_run(cli):
+    rc, out, _ = cli.main("reproduce", str(USER / "clean.py"), "--start-method", "fork", "--", "--epochs", "2", "--num-workers", "1")
     assert rc == 0
     assert "under fork: pass" in out
 
 
 @pytest.mark.parametrize("argv, words", [
     (["missing_script.py"], "missing_script.py: script not found"),
-    (["clean.py", "--method", "plan9"], "--method: unknown start method or platform 'plan9'"),
+    (["clean.py", "--start-method", "plan9"], "--start-method: unknown start method or platform 'plan9'"),
+    (["clean.py", "--method", "plan9"], "--method: unknown start method or platform 'plan9'"),  # the older spelling
 ])
-def test_usage_errors_exit_2_with_one_line(capsys, argv, words):
+def test_usage_errors_exit_2_with_one_line(cli, argv, words):
     argv = [str(USER / argv[0]), *argv[1:]]
-    rc, out, err = run(capsys, *argv)
+    rc, out, err = cli.main("reproduce", *argv)
     assert rc == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
@@ -81,8 +75,8 @@ def test_usage_errors_exit_2_with_one_line(capsys, argv, words):
     ("clean.py", "spawn", "pass", None, "", None),
     ("clean.py", "forkserver", "pass", None, "", None),
 ])
-def test_outcome_per_method(capsys, script, method, outcome, kind, cause, case):
-    rc, out, _ = run(capsys, str(USER / script), "--method", method, "--json")
+def test_outcome_per_method(cli, script, method, outcome, kind, cause, case):
+    rc, out, _ = cli.main("reproduce", str(USER / script), "--start-method", method, "--json")
     result = json.loads(out)
     assert (result["outcome"], result["kind"]) == (outcome, kind)
     assert cause in result["root_cause"]
@@ -105,9 +99,9 @@ def _live(script: str) -> list[psutil.Process]:
 
 
 @pytest.mark.catalogue
-def test_hang_is_killed_with_its_tree_at_the_timeout(capsys):
+def test_hang_is_killed_with_its_tree_at_the_timeout(cli):
     t0 = time.monotonic()
-    rc, out, _ = run(capsys, str(USER / "stalls.py"), "--method", "fork", "--timeout", "4", "--json")
+    rc, out, _ = cli.main("reproduce", str(USER / "stalls.py"), "--start-method", "fork", "--timeout", "4", "--json")
     result = json.loads(out)
     assert rc == 1
     assert result["outcome"] == "hang"
@@ -144,17 +138,18 @@ def test_hint_names_the_same_case_on_every_python(kind, root_cause, case):
     assert hint is not None and hint.startswith(f"matches catalogue case {case} ("), hint
 
 
-def test_classify_command_reads_a_pasted_traceback(tmp_path, capsys):
+def test_classify_command_reads_a_pasted_traceback(tmp_path, cli):
     corpus = Path(__file__).parent / "data" / "tracebacks" / "windows-bootstrap-brokenpipe.txt"
-    assert main(["classify", str(corpus), "--json"]) == 1
-    out = json.loads(capsys.readouterr().out)
+    rc, printed, _ = cli.main("classify", str(corpus), "--json")
+    assert rc == 1
+    out = json.loads(printed)
     assert (out["outcome"], out["kind"]) == ("error", "bootstrap")
     assert out["hint"].startswith("matches catalogue case entry-no-main-guard (")
     empty = tmp_path / "empty.txt"
     empty.write_text("all good\n", encoding="utf-8")
-    assert main(["classify", str(empty)]) == 0
-    assert main(["classify", str(tmp_path / "missing.txt")]) == 2
-    err = capsys.readouterr().err
+    assert cli.main("classify", str(empty)).returncode == 0
+    rc, _, err = cli.main("classify", str(tmp_path / "missing.txt"))
+    assert rc == 2
     assert err.strip() == f"harness classify: {tmp_path / 'missing.txt'}: cannot read: No such file or directory"
 
 
@@ -188,11 +183,12 @@ def test_a_hang_after_a_feeder_pickling_error_says_the_batch_could_not_come_back
     assert not hint_for(Verdict("error", "pickle", start, start)).startswith(_BATCH_HINT)
 
 
-def test_classify_names_a_pasted_feeder_traceback_as_a_batch_that_could_not_come_back(tmp_path, capsys):
+def test_classify_names_a_pasted_feeder_traceback_as_a_batch_that_could_not_come_back(tmp_path, cli):
     pasted = tmp_path / "feeder.txt"
     pasted.write_text(_FEEDER_STDERR, encoding="utf-8")
-    assert main(["classify", str(pasted), "--json"]) == 1
-    out = json.loads(capsys.readouterr().out)
+    rc, printed, _ = cli.main("classify", str(pasted), "--json")
+    assert rc == 1
+    out = json.loads(printed)
     assert out["kind"] == "pickle"
     assert out["hint"].startswith(_BATCH_HINT)
 
@@ -201,10 +197,10 @@ def test_a_platform_of_another_python_says_what_it_does_not_replay():
     from harness._reproduce import python_note
 
     assert python_note("linux-py3.14", (3, 11)) == (
-        "--method linux-py3.14 on Python 3.11 applies Python 3.14's start method (forkserver), not Python 3.14's "
+        "--start-method linux-py3.14 on Python 3.11 applies Python 3.14's start method (forkserver), not Python 3.14's "
         "pickling rules; run on Python 3.14 for those (harness diagnose lists what it will no longer pickle as hazards)")
     assert python_note("linux", (3, 14)) == (
-        "--method linux on Python 3.14 applies Python 3.13's start method (fork), not Python 3.13's pickling rules; "
+        "--start-method linux on Python 3.14 applies Python 3.13's start method (fork), not Python 3.13's pickling rules; "
         "run on Python 3.13 for those")
     for same in (("linux-py3.14", (3, 14)), ("linux", (3, 12)), ("spawn", (3, 11)), ("windows", (3, 11)),
                  ("macos", (3, 14))):
@@ -212,10 +208,10 @@ def test_a_platform_of_another_python_says_what_it_does_not_replay():
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 14), reason="3.14 replays itself")
-def test_reproduce_as_linux_py314_on_an_older_python_prints_the_note(capsys):
-    rc, out, _ = run(capsys, str(USER / "clean.py"), "--method", "linux-py3.14", "--timeout", "60")
+def test_reproduce_as_linux_py314_on_an_older_python_prints_the_note(cli):
+    rc, out, _ = cli.main("reproduce", str(USER / "clean.py"), "--start-method", "linux-py3.14", "--timeout", "60")
     lines = out.splitlines()
     assert rc == 0
     assert lines[0].startswith(f"{USER / 'clean.py'} under linux-py3.14 (forkserver): pass after ")
-    assert lines[1].startswith("note: --method linux-py3.14 on Python 3.")
+    assert lines[1].startswith("note: --start-method linux-py3.14 on Python 3.")
     assert "applies Python 3.14's start method (forkserver), not Python 3.14's pickling rules" in lines[1]

@@ -8,10 +8,8 @@ the template), and looks for marked processes once it has exited.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 import uuid
@@ -84,14 +82,10 @@ def catalogue(tmp_path_factory) -> Path:
     return cat
 
 
-def _start(catalogue: Path, out: Path, mark: str, *extra: str) -> subprocess.Popen:
-    env = dict(os.environ, HARNESS_TEST_MARK=mark)
-    env.pop("CI", None)
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--catalogue", str(catalogue), "--jobs", "2",
-         "--out", str(out), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
+def _args(catalogue: Path, out: Path, *extra: str) -> list[str]:
+    """``harness run`` arguments: ``catalogue`` into ``out``, two jobs; its processes are found by
+    ``HARNESS_TEST_MARK``."""
+    return ["run", "--catalogue", str(catalogue), "--jobs", "2", "--out", str(out), *extra]
 
 
 def _shard(out: Path) -> Path:
@@ -124,7 +118,7 @@ def _leftovers(mark: str, grace: float = 5.0) -> list:
         time.sleep(0.1)
 
 
-def _interrupt(catalogue: Path, out: Path, sig: int) -> tuple[subprocess.Popen, dict, int, str, str]:
+def _interrupt(cli, catalogue: Path, out: Path, sig: int) -> tuple[subprocess.Popen, dict, int, str, str]:
     """Start a run, send ``sig`` once two cells are in the shard.
 
     Returns:
@@ -132,7 +126,7 @@ def _interrupt(catalogue: Path, out: Path, sig: int) -> tuple[subprocess.Popen, 
         harness, marker, stderr)``.
     """
     mark = uuid.uuid4().hex
-    proc = _start(catalogue, out, mark)
+    proc = cli.start(*_args(catalogue, out), env={"HARNESS_TEST_MARK": mark})
     _wait_for_results(out, proc, 2)
     running = [p for p in processes_with_env("HARNESS_TEST_MARK", mark) if p.pid != proc.pid]
     proc.send_signal(sig)
@@ -144,9 +138,9 @@ def _outcomes(shard: dict) -> dict[tuple[str, str], tuple[str, str | None]]:
     return {(r["case"], r["method"]): (r["outcome"], r["kind"]) for r in shard["results"]}
 
 
-def test_sigterm_leaves_a_partial_shard_and_no_process_then_resume_finishes_it(catalogue, tmp_path):
+def test_sigterm_leaves_a_partial_shard_and_no_process_then_resume_finishes_it(catalogue, tmp_path, cli):
     out = tmp_path / "interrupted"
-    proc, partial, running, mark, err = _interrupt(catalogue, out, signal.SIGTERM)
+    proc, partial, running, mark, err = _interrupt(cli, catalogue, out, signal.SIGTERM)
     assert proc.returncode == 130, err
     assert "continue with --resume" in err
     assert partial["complete"] is False
@@ -155,7 +149,7 @@ def test_sigterm_leaves_a_partial_shard_and_no_process_then_resume_finishes_it(c
     assert _leftovers(mark) == []
 
     mark2 = uuid.uuid4().hex
-    resumed = _start(catalogue, out, mark2, "--resume")
+    resumed = cli.start(*_args(catalogue, out, "--resume"), env={"HARNESS_TEST_MARK": mark2})
     _, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
     final = read_shard(_shard(out))
@@ -170,45 +164,41 @@ def test_sigterm_leaves_a_partial_shard_and_no_process_then_resume_finishes_it(c
     assert _leftovers(mark2) == []
 
     mark3 = uuid.uuid4().hex
-    whole = _start(catalogue, tmp_path / "whole", mark3)
+    whole = cli.start(*_args(catalogue, tmp_path / "whole"), env={"HARNESS_TEST_MARK": mark3})
     _, err = whole.communicate(timeout=300)
     assert whole.returncode == 0, err
     assert _outcomes(read_shard(_shard(tmp_path / "whole"))) == _outcomes(final)
     assert set(_outcomes(final).values()) == {("pass", None)}
 
 
-def test_ctrl_c_is_an_interrupt_too(catalogue, tmp_path):
-    proc, partial, _, mark, err = _interrupt(catalogue, tmp_path, signal.SIGINT)
+def test_ctrl_c_is_an_interrupt_too(catalogue, tmp_path, cli):
+    proc, partial, _, mark, err = _interrupt(cli, catalogue, tmp_path, signal.SIGINT)
     assert proc.returncode == 130, err
     assert partial["complete"] is False and len(partial["results"]) < 12
     assert _leftovers(mark) == []
 
 
-def test_resume_needs_a_shard_and_the_same_options(catalogue, tmp_path):
-    proc = _start(catalogue, tmp_path, uuid.uuid4().hex, "--resume", "--methods", "in-process")
+def test_resume_needs_a_shard_and_the_same_options(catalogue, tmp_path, cli):
+    proc = cli.start(*_args(catalogue, tmp_path, "--resume", "--start-method", "in-process"))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2
     assert len(err.strip().splitlines()) == 1 and "--resume" in err and str(tmp_path) in err
 
-    done = _start(catalogue, tmp_path, uuid.uuid4().hex, "--methods", "in-process", "--cases", "quick-a")
+    done = cli.start(*_args(catalogue, tmp_path, "--start-method", "in-process", "--cases", "quick-a"))
     assert done.wait(timeout=120) == 0
-    again = _start(catalogue, tmp_path, uuid.uuid4().hex, "--resume", "--methods", "in-process",
-                   "--isolation", "fresh")
+    again = cli.start(*_args(catalogue, tmp_path, "--resume", "--start-method", "in-process", "--isolation", "fresh"))
     _, err = again.communicate(timeout=120)
     assert again.returncode == 2
     assert "isolation" in err and "--resume" in err
 
 
-def test_even_a_killed_harness_leaves_no_cell_behind_when_warm(tmp_path):
+def test_even_a_killed_harness_leaves_no_cell_behind_when_warm(tmp_path, cli):
     # SIGKILL gives the harness no chance to clean up; the template sees its control socket
     # close and kills every cell's process group (workers, forkserver, resource tracker).
     mark = uuid.uuid4().hex
-    env = dict(os.environ, HARNESS_TEST_MARK=mark, CI="true")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--catalogue", str(Path(__file__).parent / "fixture_cases"),
-         "--cases", "fixture-hang", "--methods", "fork", "spawn", "--timeout", "60", "--out", str(tmp_path)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-    )
+    proc = cli.start("run", "--catalogue", str(Path(__file__).parent / "fixture_cases"), "--cases", "fixture-hang",
+                     "--start-method", "fork", "spawn", "--timeout", "60", "--out", str(tmp_path),
+                     env={"HARNESS_TEST_MARK": mark}, ci=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         # harness, template, two cells and at least two workers
@@ -223,22 +213,16 @@ def test_even_a_killed_harness_leaves_no_cell_behind_when_warm(tmp_path):
     assert _leftovers(mark, grace=10) == []
 
 
-def test_a_narrower_run_keeps_the_cells_it_does_not_run(tmp_path):
+def test_a_narrower_run_keeps_the_cells_it_does_not_run(tmp_path, cli):
     """Checking one case (README, "How to add a case") must not drop a runner's other cells."""
-    fixtures = Path(__file__).parent / "fixture_cases"
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "harness", "run", "--catalogue", str(fixtures),
-                               "--out", str(tmp_path), *args], capture_output=True, text=True, env=env, timeout=300)
-
-    first = run("--cases", "fixture-good", "--methods", "in-process", "fork")
+    fixtures = ("run", "--catalogue", str(Path(__file__).parent / "fixture_cases"), "--out", str(tmp_path))
+    first = cli(*fixtures, "--cases", "fixture-good", "--start-method", "in-process", "fork")
     assert first.returncode == 0, first.stderr
     (path,) = tmp_path.glob("*.json")
     before = json.loads(path.read_text())
     # Two of the case's four cells: not a complete shard.
     assert len(before["results"]) == 2 and not before["complete"]
-    second = run("--cases", "fixture-good", "--methods", "fork")
+    second = cli(*fixtures, "--cases", "fixture-good", "--start-method", "fork")
     assert second.returncode == 0, second.stderr
     assert "keeping 1 cell(s)" in second.stderr
     after = json.loads(path.read_text())

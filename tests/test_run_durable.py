@@ -4,9 +4,7 @@ case as a pass (hostile inputs from tests/data/hostile_cases)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,11 +17,6 @@ HOSTILE = Path(__file__).parent / "data" / "hostile_cases"
 ROOT = Path(__file__).parent.parent
 
 
-def _harness(*args: str, **kwargs) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "harness", *args], env=env, text=True, **kwargs)
-
-
 def _shard(out: Path) -> dict:
     (path,) = out.glob("*.json")
     return read_shard(path)
@@ -33,11 +26,11 @@ def _by_cell(shard: dict) -> dict[tuple[str, str], dict]:
     return {(r["case"], r["method"]): r for r in shard["results"]}
 
 
-def test_an_undecodable_message_and_a_huge_one_are_saved(tmp_path):
+def test_an_undecodable_message_and_a_huge_one_are_saved(tmp_path, cli):
     out = tmp_path / "shards"
-    proc = _harness("run", "--catalogue", str(HOSTILE), "--cases", "hostile-surrogate", "hostile-huge-message",
-                    "--methods", "in-process", "fork", "--out", str(out),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = cli.start("run", "--catalogue", str(HOSTILE), "--cases", "hostile-surrogate", "hostile-huge-message",
+                     "--start-method", "in-process", "fork", "--out", str(out),
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     (path,) = out.glob("*.json")
@@ -53,11 +46,11 @@ def test_an_undecodable_message_and_a_huge_one_are_saved(tmp_path):
     assert int(huge["message"].rsplit("[… ", 1)[1].split()[0]) > 49_000_000  # the real amount cut
 
 
-def test_a_case_that_checks_nothing_is_never_a_pass(tmp_path):
+def test_a_case_that_checks_nothing_is_never_a_pass(tmp_path, cli):
     out = tmp_path / "shards"
-    proc = _harness("run", "--catalogue", str(HOSTILE), "--cases", "hostile-unchecked", "hostile-exits-early",
-                    "hostile-lies", "--methods", "in-process", "spawn", "--out", str(out),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = cli.start("run", "--catalogue", str(HOSTILE), "--cases", "hostile-unchecked", "hostile-exits-early",
+                     "hostile-lies", "--start-method", "in-process", "spawn", "--out", str(out),
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1
     cells = _by_cell(_shard(out))
@@ -68,11 +61,11 @@ def test_a_case_that_checks_nothing_is_never_a_pass(tmp_path):
     assert "broken case 'hostile-unchecked'" in stderr
 
 
-def test_an_empty_loader_and_an_unprintable_exception_are_reported(tmp_path):
+def test_an_empty_loader_and_an_unprintable_exception_are_reported(tmp_path, cli):
     out = tmp_path / "shards"
-    proc = _harness("run", "--catalogue", str(HOSTILE), "--cases", "hostile-empty-loader", "hostile-evil-exception",
-                    "--methods", "in-process", "fork", "--out", str(out),
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = cli.start("run", "--catalogue", str(HOSTILE), "--cases", "hostile-empty-loader", "hostile-evil-exception",
+                     "--start-method", "in-process", "fork", "--out", str(out),
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1  # the empty loader is a broken case
     cells = _by_cell(_shard(out))
@@ -84,39 +77,39 @@ def test_an_empty_loader_and_an_unprintable_exception_are_reported(tmp_path):
     assert len(evil["stderr_tail"]) < 8100
 
 
-def test_a_narrower_run_keeps_the_other_cells_and_says_complete_only_when_all_are_there(tmp_path):
+def test_a_narrower_run_keeps_the_other_cells_and_says_complete_only_when_all_are_there(tmp_path, cli):
     out = tmp_path / "shards"
-    for args in (["--cases", "hostile-quick-*"], ["--cases", "hostile-quick-a", "--methods", "fork"]):
-        proc = _harness("run", "--catalogue", str(HOSTILE), "--out", str(out), *args,
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for args in (["--cases", "hostile-quick-*"], ["--cases", "hostile-quick-a", "--start-method", "fork"]):
+        proc = cli.start("run", "--catalogue", str(HOSTILE), "--out", str(out), *args,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert proc.wait(180) == 0
         shard = _shard(out)
         assert len(shard["results"]) == 8 and shard["complete"] is True
     # A first, narrow run into an empty directory is not a complete shard.
     other = tmp_path / "other"
-    proc = _harness("run", "--catalogue", str(HOSTILE), "--out", str(other), "--cases", "hostile-quick-a",
-                    "--methods", "fork", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = cli.start("run", "--catalogue", str(HOSTILE), "--out", str(other), "--cases", "hostile-quick-a",
+                     "--start-method", "fork", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert proc.wait(120) == 0
     assert _shard(other)["complete"] is False
 
 
-def test_concurrent_runs_into_the_same_out_keep_both_results(tmp_path):
+def test_concurrent_runs_into_the_same_out_keep_both_results(tmp_path, cli):
     out = tmp_path / "shards"
-    runs = [_harness("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", case,
-                     "--methods", "in-process", "fork", "--jobs", "1",
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs = [cli.start("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", case,
+                      "--start-method", "in-process", "fork", "--jobs", "1",
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for case in ("hostile-quick-a", "hostile-quick-b")]
     assert [p.wait(180) for p in runs] == [0, 0]
     assert set(_by_cell(_shard(out))) == {(c, m) for c in ("hostile-quick-a", "hostile-quick-b")
                                           for m in ("in-process", "fork")}
 
 
-def test_a_closed_stderr_pipe_does_not_stop_the_run(tmp_path):
+def test_a_closed_stderr_pipe_does_not_stop_the_run(tmp_path, cli):
     """``harness run ... 2>&1 >log | head -1``: the progress lines hit a closed pipe."""
     out = tmp_path / "shards"
-    proc = _harness("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", "hostile-quick-*",
-                    "--methods", "in-process", "fork", "--jobs", "1",
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = cli.start("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", "hostile-quick-*",
+                     "--start-method", "in-process", "fork", "--jobs", "1",
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     proc.stderr.close()  # the reader went away before the first line
     assert proc.wait(180) == 0
     assert len(_shard(out)["results"]) == 4
@@ -136,16 +129,16 @@ def test_an_unwritable_shard_is_one_line_and_the_results_are_saved_elsewhere(tmp
     assert "Traceback" not in err[0]
 
 
-def test_an_unreadable_shard_is_set_aside_not_overwritten(tmp_path):
+def test_an_unreadable_shard_is_set_aside_not_overwritten(tmp_path, cli):
     out = tmp_path / "shards"
     out.mkdir()
-    proc = _harness("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", "hostile-quick-a",
-                    "--methods", "in-process", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = cli.start("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", "hostile-quick-a",
+                     "--start-method", "in-process", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert proc.wait(120) == 0
     (path,) = out.glob("*.json")
     path.write_text('{"schema_version": 99, "runner": {}}')  # a newer harness's shard
-    proc = _harness("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", "hostile-quick-a",
-                    "--methods", "in-process", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = cli.start("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", "hostile-quick-a",
+                     "--start-method", "in-process", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0
     (aside,) = out.glob("*.unreadable-*")
@@ -163,7 +156,7 @@ BAD_CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_CASES))
-def test_a_bad_case_selected_by_its_own_id_shows_its_error(tmp_path, name):
+def test_a_bad_case_selected_by_its_own_id_shows_its_error(tmp_path, name, cli):
     extra, expected = BAD_CASES[name]
     cat = tmp_path / "cat"
     cat.mkdir()
@@ -178,8 +171,8 @@ def test_a_bad_case_selected_by_its_own_id_shows_its_error(tmp_path, name):
         def run(cell):
             pass
         """))
-    proc = _harness("run", "--catalogue", str(cat), "--out", str(tmp_path / "o"), "--cases", "bad",
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = cli.start("run", "--catalogue", str(cat), "--out", str(tmp_path / "o"), "--cases", "bad",
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2
     lines = stderr.strip().splitlines()
@@ -188,24 +181,24 @@ def test_a_bad_case_selected_by_its_own_id_shows_its_error(tmp_path, name):
     assert "Traceback" not in stderr
 
 
-def test_a_case_id_with_a_slash_is_one_line(tmp_path):
+def test_a_case_id_with_a_slash_is_one_line(tmp_path, cli):
     cat = tmp_path / "cat"
     cat.mkdir()
     (cat / "slash.py").write_text(
         'CASE = {"id": "a/b", "family": "f", "title": "t", "why": "w", "sources": ["s"],\n'
         '        "expect": {"in-process": "pass", "fork": "pass", "spawn": "pass", "forkserver": "pass"}}\n'
         "def run(cell):\n    pass\n")
-    proc = _harness("list", "--catalogue", str(cat), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = cli.start("list", "--catalogue", str(cat), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _, stderr = proc.communicate(timeout=60)
     assert "CASE['id']: 'a/b' must be lowercase letters" in stderr and "no '/'" in stderr
     assert "Traceback" not in stderr
 
 
-def test_a_closed_stdout_pipe_keeps_the_exit_code(tmp_path):
+def test_a_closed_stdout_pipe_keeps_the_exit_code(tmp_path, cli):
     """``harness run ... | true``: the summary hits a closed pipe after the shard is saved."""
     out = tmp_path / "shards"
-    proc = _harness("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", "hostile-quick-a",
-                    "--methods", "in-process", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = cli.start("run", "--catalogue", str(HOSTILE), "--out", str(out), "--cases", "hostile-quick-a",
+                     "--start-method", "in-process", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr

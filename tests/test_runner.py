@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 
 from conftest import processes_with_env
-
-
-def harness(*args: str, env_mark: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("CI", None)
-    if env_mark:
-        env["HARNESS_TEST_MARK"] = env_mark
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
 
 
 def only_shard(out: Path) -> dict:
@@ -31,10 +19,10 @@ def cells(shard: dict) -> dict[tuple[str, str], dict]:
     return {(r["case"], r["method"]): r for r in shard["results"]}
 
 
-def test_seed_cases_under_all_four_methods(tmp_path):
+def test_seed_cases_under_all_four_methods(tmp_path, cli):
     mark = uuid.uuid4().hex
-    proc = harness("run", "--cases", "transform-lambda", "entry-no-main-guard", "--out", str(tmp_path),
-                   env_mark=mark)
+    proc = cli("run", "--cases", "transform-lambda", "entry-no-main-guard", "--out", str(tmp_path),
+               env={"HARNESS_TEST_MARK": mark})
     assert proc.returncode == 0, proc.stderr
     got = cells(only_shard(tmp_path))
     assert len(got) == 8
@@ -57,12 +45,12 @@ def test_seed_cases_under_all_four_methods(tmp_path):
     assert processes_with_env("HARNESS_TEST_MARK", mark) == []
 
 
-def test_hang_is_killed_within_timeout_and_leaves_nothing(tmp_path, fixture_catalogue):
+def test_hang_is_killed_within_timeout_and_leaves_nothing(tmp_path, fixture_catalogue, cli):
     mark = uuid.uuid4().hex
     t0 = time.monotonic()
-    proc = harness("run", "--catalogue", str(fixture_catalogue), "--cases", "fixture-hang",
-                   "--methods", "in-process", "fork", "--timeout", "3", "--jobs", "2", "--out", str(tmp_path),
-                   env_mark=mark)
+    proc = cli("run", "--catalogue", str(fixture_catalogue), "--cases", "fixture-hang",
+               "--start-method", "in-process", "fork", "--timeout", "3", "--jobs", "2", "--out", str(tmp_path),
+               env={"HARNESS_TEST_MARK": mark})
     elapsed = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr  # hang is what the fixture expects
     got = cells(only_shard(tmp_path))
@@ -73,10 +61,10 @@ def test_hang_is_killed_within_timeout_and_leaves_nothing(tmp_path, fixture_cata
     assert processes_with_env("HARNESS_TEST_MARK", mark) == []
 
 
-def test_segfaults_are_classified_and_the_run_goes_on(tmp_path, fixture_catalogue):
+def test_segfaults_are_classified_and_the_run_goes_on(tmp_path, fixture_catalogue, cli):
     mark = uuid.uuid4().hex
-    proc = harness("run", "--catalogue", str(fixture_catalogue), "--cases", "fixture-segfault", "fixture-good",
-                   "--methods", "in-process", "fork", "--out", str(tmp_path), env_mark=mark)
+    proc = cli("run", "--catalogue", str(fixture_catalogue), "--cases", "fixture-segfault", "fixture-good",
+               "--start-method", "in-process", "fork", "--out", str(tmp_path), env={"HARNESS_TEST_MARK": mark})
     got = cells(only_shard(tmp_path))
     worker = got[("fixture-segfault", "fork")]
     assert (worker["outcome"], worker["kind"]) == ("error", "worker-died")

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,13 +21,9 @@ REAL_SHARD = Path(__file__).parent / "data" / "shard-linux-py3.11.json"
 _LINE = re.compile(r"^\[\d+/\d+\] (\S+) \[([\w-]+)\]: ", re.M)
 
 
-def _run(out: Path, *args: str, ci: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("CI", None)
-    if ci:
-        env["CI"] = "true"
-    return subprocess.run([sys.executable, "-m", "harness", "run", "--catalogue", str(FIXTURES),
-                           "--out", str(out), *args], capture_output=True, text=True, env=env, timeout=300)
+def _args(out: Path, *args: str) -> list[str]:
+    """``harness run`` arguments: the fixture catalogue into ``out``."""
+    return ["run", "--catalogue", str(FIXTURES), "--out", str(out), *args]
 
 
 def _order(stderr: str) -> list[tuple[str, str]]:
@@ -61,8 +55,8 @@ def test_unknown_cells_take_their_method_median_then_defaults():
     assert estimate(hang_fork, {}) == 7  # a cell expected to hang takes its timeout
 
 
-def test_second_run_starts_the_cells_that_took_longest_first(tmp_path):
-    first = _run(tmp_path, "--cases", "fixture-good", "--jobs", "1")
+def test_second_run_starts_the_cells_that_took_longest_first(tmp_path, cli):
+    first = cli(*_args(tmp_path, "--cases", "fixture-good", "--jobs", "1"))
     assert first.returncode == 0, first.stderr
     # Without a previous shard: spawn and forkserver (workers import torch) before fork,
     # fork before in-process.
@@ -70,15 +64,15 @@ def test_second_run_starts_the_cells_that_took_longest_first(tmp_path):
     assert methods == ["spawn", "forkserver", "fork", "in-process"]
     (path,) = tmp_path.glob("*.json")
     walls = {(r["case"], r["method"]): r["wall_s"] for r in json.loads(path.read_text())["results"]}
-    second = _run(tmp_path, "--cases", "fixture-good", "--jobs", "1")
+    second = cli(*_args(tmp_path, "--cases", "fixture-good", "--jobs", "1"))
     assert second.returncode == 0, second.stderr
     assert _order(second.stderr) == sorted(walls, key=lambda k: -walls[k])
 
 
-def test_an_idle_hanging_cell_gives_its_job_slot_to_the_next(tmp_path):
+def test_an_idle_hanging_cell_gives_its_job_slot_to_the_next(tmp_path, cli):
     t0 = time.monotonic()
-    proc = _run(tmp_path, "--cases", "fixture-hang", "fixture-good", "--methods", "fork",
-                "--jobs", "1", "--timeout", "8")
+    proc = cli(*_args(tmp_path, "--cases", "fixture-hang", "fixture-good", "--start-method", "fork",
+                      "--jobs", "1", "--timeout", "8"))
     elapsed = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
     # The hang starts first (it is expected to take its whole timeout) but the good cell,
@@ -90,22 +84,19 @@ def test_an_idle_hanging_cell_gives_its_job_slot_to_the_next(tmp_path):
     assert elapsed < 8 + 8  # one timeout plus start-up, not two cells back to back
 
 
-def test_ci_output_is_quiet(tmp_path):
-    proc = _run(tmp_path, "--cases", "fixture-good", "--methods", "in-process", "fork", ci=True)
+def test_ci_output_is_quiet(tmp_path, cli):
+    proc = cli(*_args(tmp_path, "--cases", "fixture-good", "--start-method", "in-process", "fork"), ci=True)
     assert proc.returncode == 0, proc.stderr
     assert _order(proc.stderr) == []  # no line per matching cell
     assert "\x1b[" not in proc.stderr + proc.stdout  # no terminal control codes
     assert len(proc.stdout.strip().splitlines()) == 1 and "2 cells" in proc.stdout
 
 
-def test_a_terminal_gets_a_progress_bar_with_eta(tmp_path):
+def test_a_terminal_gets_a_progress_bar_with_eta(tmp_path, cli):
     pty = __import__("pty")
     master, slave = pty.openpty()
-    env = dict(os.environ, COLUMNS="160")
-    env.pop("CI", None)
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--catalogue", str(FIXTURES),
-                             "--cases", "fixture-good", "--methods", "in-process", "fork",
-                             "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=slave, env=env)
+    proc = cli.start(*_args(tmp_path, "--cases", "fixture-good", "--start-method", "in-process", "fork"),
+                     env={"COLUMNS": "160"}, stderr=slave)
     os.close(slave)
     chunks = []
     while True:

@@ -8,7 +8,6 @@ each step returns ``None`` to go on, or an ``int`` to end the run with that exit
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from harness._catalogue import CatalogueError, discover
 from harness._config import ConfigError
 from harness._config import catalogue_dirs as project_catalogue_dirs
 from harness._escape import terminal
+from harness._progress import say
 from harness.report import JSONObject
 from harness.report.heatmap import MISSING_NOTE, render_heatmap
 from harness.report.junit import junit_xml
@@ -36,7 +36,7 @@ def _write_bytes(path: Path, data: bytes) -> None:
 
 
 def _say(line: str) -> None:
-    print(f"harness report: {terminal(line, one_line=True)}", file=sys.stderr)
+    say(line, command="report")
 
 
 def _matrix_json(matrix: JSONObject) -> bytes:

@@ -1,0 +1,419 @@
+"""Every option of the ``harness`` command line, declared once with its default and its help.
+
+:data:`COMMANDS` lists the subcommands with their :class:`Option` declarations;
+:func:`harness._cli.build_parser` turns them into argparse parsers, and the task functions
+import their defaults (:data:`DEFAULT_TIMEOUT_S`, :data:`DEFAULT_WORKERS`, ...) from here, so a
+default is written in one place. An option renamed keeps its old spelling as an alias that
+still works but is not listed by ``--help`` (``--methods`` and ``--method`` for
+``--start-method``).
+
+:func:`resolve_start_method` is the one reading of a start-method value, for the command line,
+``harness diagnose`` and ``reproduce`` as functions, and the pytest plugin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness._outcomes import METHODS
+from harness._policy import PROFILES, available_methods, resolve_method_alias
+from harness.errors import UsageError
+
+__all__ = [
+    "COMMANDS",
+    "DEFAULT_MATRIX",
+    "DEFAULT_MEMORY_GIB",
+    "DEFAULT_REPORT_DIR",
+    "DEFAULT_SHARD_DIR",
+    "DEFAULT_START_METHOD",
+    "DEFAULT_TIMEOUT_S",
+    "DEFAULT_WORKERS",
+    "Command",
+    "Option",
+    "resolve_start_method",
+]
+
+#: Seconds a cell (``run``), a diagnosis child (``diagnose``) or a script (``reproduce``) may
+#: run before its process tree is killed; a case's own ``timeout_s`` wins for its cells.
+DEFAULT_TIMEOUT_S = 60.0
+#: ``DataLoader`` workers per cell (``num_workers``; ``in-process`` cells use 0), and the
+#: worker count ``diagnose`` assumes for a bare ``Dataset``.
+DEFAULT_WORKERS = 2
+#: GiB of address space ``diagnose``'s child may map beyond what it has once torch is imported
+#: (POSIX); ``HARNESS_DIAGNOSE_MEMORY_GIB`` overrides it, ``0`` lifts the bound.
+DEFAULT_MEMORY_GIB = 4.0
+#: The start method ``diagnose`` and ``reproduce`` check when none is given (Windows, macOS).
+DEFAULT_START_METHOD = "spawn"
+#: Where ``run`` writes its shard and ``report`` reads the shards.
+DEFAULT_SHARD_DIR = Path("reports/shards")
+#: Where ``report`` writes ``matrix.json``, ``COMPATIBILITY.md`` and the rest.
+DEFAULT_REPORT_DIR = Path("reports")
+#: The report ``explain`` reads observed outcomes from.
+DEFAULT_MATRIX = DEFAULT_REPORT_DIR / "matrix.json"
+
+
+def resolve_start_method(
+    name: str,
+    *,
+    option: str = "--start-method",
+    platforms: bool = True,
+    allowed: Sequence[str] | None = None,
+    available: bool = False,
+) -> str:
+    """The start method ``name`` stands for: ``fork``, ``spawn`` or ``forkserver`` as it is, a
+    platform alias (``windows``, ``macos``, ``linux``, ``linux-py3.13``, ``linux-py3.14``, or a
+    platform id of :data:`harness._policy.PLATFORMS`) as that platform's default start method
+    (:func:`harness._policy.resolve_method_alias`).
+
+    Args:
+        name: the value given.
+        option: the option or argument the value came from, named in the error.
+        platforms: accept platform aliases; without them, ``name`` must be one of ``allowed``
+            (default: the matrix columns, ``in-process`` included, as ``harness run`` takes).
+        allowed: the start methods accepted, after resolving an alias (default: every one).
+        available: also require that this interpreter offers the start method
+            (:func:`multiprocessing.get_all_start_methods`).
+
+    Raises:
+        UsageError: one line naming ``option``: an unknown name, a method not in ``allowed``,
+            or (with ``available``) one this platform does not have.
+    """
+    if not platforms:
+        choices = METHODS if allowed is None else allowed
+        if name not in choices:
+            raise UsageError(
+                f"{option}: unknown start method {name!r} (choose from {', '.join(choices)})"
+            )
+        return name
+    try:
+        method = resolve_method_alias(name)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+    if allowed is not None and method not in allowed:
+        why = "pickles nothing at worker start" if method == "fork" else "is not accepted here"
+        raise UsageError(
+            f"{option} {name!r} resolves to {method!r}, which {why}; choose one of "
+            f"{', '.join(allowed)} or a platform that uses them"
+        )
+    if available and method not in available_methods():
+        raise UsageError(
+            f"{option} {name}: start method {method!r} does not exist on this platform"
+        )
+    return method
+
+
+def _positive(text: str, integer: bool) -> float:
+    """``text`` as a finite number > 0 (an ``int`` with ``integer``), else an argparse error."""
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not {'an integer' if integer else 'a number'}: {text!r}"
+        ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"must be {'' if integer else 'a finite number '}> 0, got {text!r}"
+        )
+    return value
+
+
+def _positive_float(text: str) -> float:
+    return _positive(text, integer=False)
+
+
+def _positive_int(text: str) -> int:
+    return int(_positive(text, integer=True))
+
+
+class _RecordFlag(argparse.Action):
+    """Store the value as ``store`` does, and which spelling gave it in ``<dest>_flag``, so an
+    error about the value names the option as the user wrote it (``--method`` or
+    ``--start-method``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_flag", option_string)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option (or positional argument) of a subcommand.
+
+    Attributes:
+        flags: its spellings for ``--help`` (``("--timeout",)``), or its name when positional.
+        help: the ``--help`` text; ``{default}`` in it is replaced by :attr:`default`.
+        default: the value when not given.
+        aliases: older spellings that still work, not shown by ``--help``.
+        settings: the rest of :meth:`argparse.ArgumentParser.add_argument`'s keywords
+            (``type``, ``metavar``, ``nargs``, ``choices``, ``action``, ``dest``, ``const``).
+    """
+
+    flags: tuple[str, ...]
+    help: str
+    default: Any = None
+    aliases: tuple[str, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def dest(self) -> str:
+        """The attribute of the parsed arguments that holds the value."""
+        return str(self.settings.get("dest") or self.flags[0].lstrip("-").replace("-", "_"))
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        """Declare this option, and its hidden aliases, on ``parser``."""
+        shown = f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
+        kwargs = {**self.settings, "help": self.help.replace("{default}", shown)}
+        if self.settings.get("action") not in ("store_const", "store_true"):
+            kwargs.setdefault("default", self.default)
+        elif self.settings.get("action") == "store_true":
+            kwargs["default"] = False
+        if self.aliases:
+            kwargs = {**kwargs, "dest": self.dest, "action": _RecordFlag}
+        parser.add_argument(*self.flags, **kwargs)
+        if self.aliases:
+            parser.add_argument(
+                *self.aliases, **{**kwargs, "default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+            )
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, its one-line help, and its options in ``--help`` order."""
+
+    name: str
+    help: str
+    options: tuple[Option, ...]
+    usage: str | None = None
+    epilog: str | None = None
+
+
+def _timeout(help: str) -> Option:
+    """``--timeout S``: ``run``, ``diagnose`` and ``reproduce`` each say what it bounds."""
+    return Option(
+        ("--timeout",), help, DEFAULT_TIMEOUT_S, settings={"type": _positive_float, "metavar": "S"}
+    )
+
+
+def _start_method(alias: str, help: str, default: str | None, dest: str, **settings: Any) -> Option:
+    """``--start-method``, with ``alias``, the spelling it replaced, still accepted."""
+    return Option(
+        ("--start-method",),
+        f"{help}; also spelled {alias}",
+        default,
+        (alias,),
+        {"metavar": "METHOD", "dest": dest, **settings},
+    )
+
+
+CATALOGUE = Option(
+    ("--catalogue",),
+    "a directory of case modules (repeatable; default: the [tool.harness] "
+    "catalogue of ./pyproject.toml, else the built-in catalogue)",
+    settings={"type": Path, "action": "append", "metavar": "DIR"},
+)
+JSON_OBJECT = Option(("--json",), "print one JSON object", settings={"action": "store_true"})
+_PLATFORM_NAMES = "fork, spawn, forkserver, or a platform: windows, macos, linux, linux-py3.14"
+
+RUN = Command(
+    "run",
+    "run the catalogue under every start method and write a shard",
+    (
+        Option(
+            ("--cases",),
+            "case ids or globs (default: all)",
+            settings={"nargs": "+", "metavar": "ID_OR_GLOB"},
+        ),
+        Option(
+            ("--families",), "only these families", settings={"nargs": "+", "metavar": "FAMILY"}
+        ),
+        _start_method(
+            "--methods",
+            f"start methods to run (default: all of {', '.join(METHODS)})",
+            None,
+            "methods",
+            nargs="+",
+        ),
+        _timeout("per-cell timeout in seconds (default: {default})"),
+        Option(
+            ("--jobs",),
+            "cells run in parallel (default: usable CPU count)",
+            settings={"type": _positive_int, "metavar": "N"},
+        ),
+        Option(
+            ("--out",),
+            "shard directory (default: {default})",
+            DEFAULT_SHARD_DIR,
+            settings={"type": Path, "metavar": "DIR"},
+        ),
+        CATALOGUE,
+        Option(
+            ("--isolation",),
+            "warm: fork each cell from a template that has imported torch (Linux); "
+            "fresh: a new interpreter per cell; auto (default): warm where available",
+            "auto",
+            settings={"choices": ("auto", "warm", "fresh")},
+        ),
+        Option(
+            ("--changed",),
+            "run only the cells whose inputs (case files and what they import, the "
+            "harness, Python, torch, platform) differ from the shard in --out; keep the rest",
+            settings={"action": "store_true"},
+        ),
+        Option(
+            ("--resume",),
+            "continue the interrupted run whose partial shard is in --out",
+            settings={"action": "store_true"},
+        ),
+        Option(
+            ("--profile",),
+            "emulate a platform on this machine: its start methods (others are "
+            "unsupported), torch sharing strategy and temp-path length; the shard says so",
+            settings={"choices": sorted(PROFILES)},
+        ),
+        Option(
+            ("--timeout-scale",),
+            "multiply every cell's timeout by X on a slow runner "
+            "(default: $HARNESS_TIMEOUT_SCALE or 1)",
+            settings={"type": _positive_float, "metavar": "X"},
+        ),
+    ),
+)
+
+REPORT = Command(
+    "report",
+    "merge shards into matrix.json, COMPATIBILITY.md, matrix.html, junit.xml and matrix.png",
+    (
+        Option(
+            ("--shards",),
+            "shard directory (default: {default})",
+            DEFAULT_SHARD_DIR,
+            settings={"type": Path, "metavar": "DIR"},
+        ),
+        Option(
+            ("--out",),
+            "report directory (default: {default})",
+            DEFAULT_REPORT_DIR,
+            settings={"type": Path, "metavar": "DIR"},
+        ),
+        CATALOGUE,
+        Option(
+            ("--summary",),
+            "append the compact compatibility table to FILE, e.g. $GITHUB_STEP_SUMMARY "
+            "(kept under 1 MiB, with a short form when larger)",
+            settings={"type": Path, "metavar": "FILE"},
+        ),
+    ),
+)
+
+LIST = Command(
+    "list",
+    "list the catalogue's cases",
+    (
+        Option(("--json",), "print a JSON array", settings={"action": "store_true"}),
+        CATALOGUE,
+    ),
+)
+
+EXPLAIN = Command(
+    "explain",
+    "show a case's code, why it fails where it does, what was observed, and the diff to its fix",
+    (
+        Option(("case",), "a case id (see 'harness list')", settings={"metavar": "CASE"}),
+        CATALOGUE,
+        Option(
+            ("--matrix",),
+            f"report to read observed outcomes from (default: {DEFAULT_MATRIX})",
+            settings={"type": Path, "metavar": "FILE"},
+        ),
+    ),
+)
+
+DIAGNOSE = Command(
+    "diagnose",
+    "find every object in your loader that breaks a spawn/forkserver worker "
+    "start: not pickled, not unpickled, or a first batch that cannot come back",
+    (
+        Option(
+            ("target",),
+            "package.module:attr or path/to/file.py:attr; attr is a DataLoader, a Dataset, or a "
+            "zero-argument callable returning one (several: each is diagnosed in turn)",
+            settings={"metavar": "TARGET", "nargs": "+"},
+        ),
+        _start_method(
+            "--method",
+            "start method whose worker start is checked: spawn, forkserver, or a platform "
+            "that uses one (windows, macos, linux-py3.14; default: {default})",
+            DEFAULT_START_METHOD,
+            "method",
+        ),
+        Option(
+            ("--num-workers",),
+            "worker count for the payload total (default: the loader's; "
+            f"{DEFAULT_WORKERS} for a Dataset)",
+            settings={"type": _positive_int, "metavar": "N"},
+        ),
+        Option(
+            ("--format",),
+            "text (default); json: one object (a list of them for several targets); github: "
+            "one ::error workflow command per problem, ::warning per hazard, at its file and line",
+            "text",
+            settings={"choices": ("text", "json", "github"), "dest": "format"},
+        ),
+        Option(
+            ("--json",),
+            "the same as --format json",
+            settings={"action": "store_const", "const": "json", "dest": "format"},
+        ),
+        _timeout(
+            "kill the process running your code, and its process tree, after S seconds (default: "
+            "{default}); its address space by $HARNESS_DIAGNOSE_MEMORY_GIB, in GiB (default: "
+            f"{DEFAULT_MEMORY_GIB:g}; 0: none)"
+        ),
+    ),
+)
+
+CLASSIFY = Command(
+    "classify",
+    "classify a traceback pasted from a failed run (a file, or - for stdin)",
+    (
+        Option(
+            ("file",),
+            "a text file with the console output, parent and worker tracebacks together "
+            "(default: - reads stdin)",
+            "-",
+            settings={"metavar": "FILE", "nargs": "?"},
+        ),
+        JSON_OBJECT,
+    ),
+)
+
+REPRODUCE = Command(
+    "reproduce",
+    "run your script as __main__ under a forced start method",
+    (
+        Option(
+            ("script",), "the Python script to run", settings={"type": Path, "metavar": "SCRIPT"}
+        ),
+        _start_method(
+            "--method", f"{_PLATFORM_NAMES} (default: {{default}})", DEFAULT_START_METHOD, "method"
+        ),
+        _timeout("kill the run and its process tree after S seconds (default: {default})"),
+        JSON_OBJECT,
+    ),
+    usage="harness reproduce SCRIPT [--start-method METHOD] [--timeout S] [--json] [-- ARGS ...]",
+    epilog="Everything after -- is passed to the script as sys.argv[1:].",
+)
+
+#: The subcommands, in ``--help`` order.
+COMMANDS: tuple[Command, ...] = (RUN, REPORT, LIST, EXPLAIN, DIAGNOSE, CLASSIFY, REPRODUCE)
