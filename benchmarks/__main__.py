@@ -6,7 +6,7 @@ Measured side by side in one invocation, each with the real command line in a su
   cells and ``--jobs`` = the usable cores, from process start to exit;
 * ``work_s``: the sum over its cells of each cell's own measured work, ``duration_s``: from
   the case's first line (dataset and loader creation) to its last batch, with worker start
-  and shutdown (the cell measures it, :mod:`harness._cell`);
+  and shutdown (the cell measures it, :mod:`harness.child.cell`);
 * ``cores``; ``floor_s`` = ``work_s`` / ``cores``; ``ratio`` = ``wall_s`` / ``floor_s``;
 * ``naive_s``: the same cells, each in a new interpreter (``isolation="fresh"``), strictly
   one after the other (one job, and no overlap of an idle cell with the next); run through
@@ -28,7 +28,7 @@ Measured side by side in one invocation, each with the real command line in a su
 The warm run is repeated (``--repeat``, default 2) and medians are reported (``ratio`` and
 ``floor_s`` from the median ``wall_s`` and ``work_s``); every run is kept under ``runs``.
 Each run starts in an empty shard directory, as on a clean clone or in CI, so cells are
-ordered by the per-method defaults of :mod:`harness._schedule`. The load average before and
+ordered by the per-method defaults of :mod:`harness.run.schedule`. The load average before and
 after is recorded: other work on the machine slows both sides.
 
 When ``benchmarks/bench_diagnose.py`` is present its ``run_benchmark()`` result is added
@@ -166,10 +166,10 @@ def run_naive(selection: list[str]) -> dict:
     Returns:
         The same keys as :func:`run_harness`.
     """
-    from harness._catalogue import discover, select
     from harness._cli import build_parser
-    from harness._outcomes import METHODS
-    from harness._runner import plan, run_cells
+    from harness.catalogue.discover import discover, select
+    from harness.classify.outcomes import METHODS
+    from harness.run.cells import plan, run_cells
 
     args = build_parser().parse_args(["run", *selection])
     cases = select(discover(args.catalogue).cases, args.cases, args.families)
@@ -293,8 +293,8 @@ def _catalogue_copy(selection: list[str], tmp: Path) -> tuple[list[str], Path, P
     """
     import shutil
 
-    from harness._catalogue import default_catalogue_dir, discover, select
     from harness._cli import build_parser
+    from harness.catalogue.discover import default_catalogue_dir, discover, select
 
     args = build_parser().parse_args(["run", *selection])
     source = Path(args.catalogue[0]) if args.catalogue else default_catalogue_dir()
@@ -395,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         if diag is not None:
             result["diagnose"] = diag
             result["ok"] = bool(result["ok"] and diag.get("ok", True))
-    from harness._shard import write_json_atomic
+    from harness.shard.format import write_json_atomic
 
     write_json_atomic(args.out, result)
     _table(result)

@@ -121,7 +121,7 @@ def _start_method_flag(args: argparse.Namespace) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness._run import run_catalogue
+    from harness.run.pipeline import run_catalogue
 
     for method in args.methods or ():
         resolve_start_method(method, option=_start_method_flag(args), platforms=False)

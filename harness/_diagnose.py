@@ -538,7 +538,7 @@ def catalogue_cases() -> dict:
     """Case id → Case for the installed catalogue (read with ast, never imported); {} if absent."""
     global _CATALOGUE
     if _CATALOGUE is None:
-        from harness._catalogue import CatalogueError, discover
+        from harness.catalogue.discover import CatalogueError, discover
 
         try:
             _CATALOGUE = discover().by_id()
@@ -1070,8 +1070,8 @@ def run_child(target: str, method: str, num_workers: int | None, timeout_s: floa
     The child runs in the current directory, in its own session (POSIX) or process group
     (Windows), with its standard output sent to this process's standard error. After
     ``timeout_s`` seconds, or when it ends, or on ``KeyboardInterrupt``, its whole process
-    tree is killed (:func:`harness._proctree.kill_tree`); the containment watchdog
-    (:mod:`harness._containment`) kills it too if this process is killed first.
+    tree is killed (:func:`harness.run.sampler.kill_tree`); the containment watchdog
+    (:mod:`harness.run.containment`) kills it too if this process is killed first.
 
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM while waiting (the tree is killed first).
@@ -1080,8 +1080,8 @@ def run_child(target: str, method: str, num_workers: int | None, timeout_s: floa
     import subprocess
     import tempfile
 
-    from harness import _containment
-    from harness._proctree import kill_tree
+    from harness.run import containment as _containment
+    from harness.run.sampler import kill_tree
 
     workdir = Path(tempfile.mkdtemp(prefix="hd-"))
     spec = {"target": target, "method": method, "num_workers": num_workers, "memory_bytes": memory_bytes,

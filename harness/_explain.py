@@ -2,7 +2,7 @@
 and the diff that repairs it.
 
 The case is read like every other catalogue access, without importing it (see
-:mod:`harness._catalogue`); observed outcomes come from the latest report's
+:mod:`harness.catalogue.discover`); observed outcomes come from the latest report's
 ``matrix.json`` (written by ``harness report``), never from running anything.
 """
 
@@ -15,13 +15,13 @@ import textwrap
 from pathlib import Path
 from typing import TextIO
 
-from harness._catalogue import Case, Catalogue, CatalogueError, open_catalogue
 from harness._escape import terminal
-from harness._jsonfile import JSONFileError, load_json_file
 from harness._options import DEFAULT_MATRIX
-from harness._outcomes import METHODS, outcome_label
+from harness.catalogue.discover import Case, Catalogue, CatalogueError, open_catalogue
+from harness.classify.outcomes import METHODS, outcome_label
 from harness.errors import UsageError
 from harness.report.merge import validate_matrix
+from harness.shard.jsonfile import JSONFileError, load_json_file
 
 __all__ = ["DEFAULT_MATRIX", "code_lines", "explain_case", "explain_command", "fix_diff", "observed_lines"]
 

@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness._catalogue import open_catalogue
 from harness._progress import say
+from harness.catalogue.discover import open_catalogue
 
 __all__ = ["list_cases"]
 

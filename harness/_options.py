@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness._outcomes import METHODS
 from harness._policy import PROFILES, available_methods, resolve_method_alias
+from harness.classify.outcomes import METHODS
 from harness.errors import UsageError
 
 __all__ = [

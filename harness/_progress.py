@@ -1,6 +1,6 @@
 """Progress display for ``harness run``: a rich bar with ETA on a terminal, quiet lines in CI.
 
-The ETA weighs cells by their expected length (:func:`harness._schedule.estimate`), not by
+The ETA weighs cells by their expected length (:func:`harness.run.schedule.estimate`), not by
 their count: a spawn cell takes ten times a fork cell, and longest-first scheduling runs the
 long ones first, so a count-based rate would promise far too much at the start.
 """
@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from harness._escape import terminal
-from harness._outcomes import outcome_label
+from harness.classify.outcomes import outcome_label
 
 if TYPE_CHECKING:  # pragma: no cover - rich is imported only for a terminal
     from rich.progress import Progress as RichProgress

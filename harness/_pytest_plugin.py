@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from harness._diagnose import Diagnosis
     from harness._policy import Platform
-    from harness._runner import emulated_temp_dir
+    from harness.run.cells import emulated_temp_dir
 
 __all__ = ["assert_spawn_safe", "pytest_addoption", "pytest_configure", "pytest_unconfigure"]
 
@@ -137,11 +137,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _apply_profile(emulating: Platform) -> None:
     """Give this process, and every interpreter it starts, the profile's sharing strategy and
-    temp-path length (workers run :mod:`harness._cellsite`'s start-up hook through ``PYTHONPATH``)."""
+    temp-path length (workers run :mod:`harness.child.cellsite`'s start-up hook through ``PYTHONPATH``)."""
     import os
 
     global _TEMP_DIR
-    from harness._runner import CELL_SITE_DIR, emulated_temp_dir
+    from harness.run.cells import CELL_SITE_DIR, emulated_temp_dir
 
     os.environ["HARNESS_SHARING_STRATEGY"] = emulating.sharing_strategy
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")) if p)

@@ -1,11 +1,11 @@
 """``harness reproduce``: run a user's script as ``__main__`` under a forced start method.
 
 The script runs exactly like a catalogue script case: in a fresh interpreter and process
-group (:func:`harness._runner.launch_cell`), with ``multiprocessing.set_start_method(method,
+group (:func:`harness.run.cells.launch_cell`), with ``multiprocessing.set_start_method(method,
 force=True)`` applied first and the script executed by ``runpy.run_path(path,
-run_name="__main__")`` (:mod:`harness._cell`), so spawn and forkserver workers re-import it as
+run_name="__main__")`` (:mod:`harness.child.cell`), so spawn and forkserver workers re-import it as
 ``__mp_main__`` just as they would on Windows, macOS or Linux with Python 3.14. The watchdog
-kills the whole tree at the timeout. The run is classified by :func:`harness._classify.classify`,
+kills the whole tree at the timeout. The run is classified by :func:`harness.classify.classifier.classify`,
 the same classifier the matrix uses, and the verdict is mapped to the catalogue case that shows
 the same mechanism, whose ``fix`` names the repair.
 
@@ -27,20 +27,20 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness._catalogue import Case, default_catalogue_dir
-from harness._classify import Verdict, classify
 from harness._escape import terminal
 from harness._options import DEFAULT_TIMEOUT_S, resolve_start_method
-from harness._outcomes import METHODS, outcome_label
 from harness._policy import PROFILES
-from harness._runner import (
+from harness.catalogue.discover import Case, default_catalogue_dir
+from harness.classify.classifier import Verdict, classify
+from harness.classify.outcomes import METHODS, outcome_label
+from harness.errors import Interrupted, UsageError
+from harness.run.cells import (
     DEFAULT_WORKERS,
     CellSpec,
     emulated_temp_dir,
     kill_live_cells,
     launch_cell,
 )
-from harness.errors import Interrupted, UsageError
 
 __all__ = ["Reproduction", "ScriptSpec", "classify_command", "hint_for", "python_note", "reproduce",
            "reproduce_command"]
@@ -59,7 +59,7 @@ class ScriptSpec(CellSpec):
     cwd: str = ""
 
     def to_child(self) -> dict:
-        """The cell spec plus ``argv`` and ``cwd`` (read by :func:`harness._cell.run_spec`).
+        """The cell spec plus ``argv`` and ``cwd`` (read by :func:`harness.child.cell.run_spec`).
 
         A user's script never calls ``cell.check``: one that ends normally passes, so the
         catalogue's ``require_check`` is off.
@@ -157,7 +157,7 @@ def _pick(candidates: list[str], exclude: tuple[str, ...] = ()):
     return pick_case(candidates, exclude)
 
 
-# Every Python's wording (see harness._classify): 3.14 says "cannot pickle 'BufferedReader'
+# Every Python's wording (see harness.classify.classifier): 3.14 says "cannot pickle 'BufferedReader'
 # instances" (no module prefix), "Can't pickle local object <function f.<locals>.g at 0x...>",
 # and "module '__mp_main__' has no attribute 'f'".
 _QUOTED_TYPE = re.compile(r"cannot pickle '([^']+)' (?:object|instances)")
@@ -416,7 +416,7 @@ def _read_tail(f) -> bytes:
 def classify_command(file: str, as_json: bool = False) -> int:
     """``harness classify FILE``: classify a pasted traceback, name the mechanism and the case.
 
-    Uses :func:`harness._classify.classify_traceback` and :func:`hint_for`. ``-`` reads stdin.
+    Uses :func:`harness.classify.classifier.classify_traceback` and :func:`hint_for`. ``-`` reads stdin.
 
     Returns:
         1 when an error was recognised (a finding), 0 when the text holds no error line.
@@ -424,7 +424,7 @@ def classify_command(file: str, as_json: bool = False) -> int:
     Raises:
         UsageError: the file cannot be read.
     """
-    from harness._classify import classify_traceback
+    from harness.classify.classifier import classify_traceback
 
     try:
         if file == "-":

@@ -94,7 +94,7 @@ def fixture_catalogue() -> Path:
 def processes_with_env(var: str, value: str) -> list[psutil.Process]:
     """Live processes whose environment has ``var=value`` (how tests find a run's leftovers).
 
-    The harness's watchdog (:mod:`harness._watchdog`), which lives exactly as long as the
+    The harness's watchdog (:mod:`harness.child.watchdog`), which lives exactly as long as the
     process that started it (this test process, when a test runs cells in-process), is not
     a leftover.
     """
@@ -102,7 +102,7 @@ def processes_with_env(var: str, value: str) -> list[psutil.Process]:
     for proc in psutil.process_iter():
         try:
             if (proc.pid != os.getpid() and proc.environ().get(var) == value
-                    and proc.status() != psutil.STATUS_ZOMBIE and "harness._watchdog" not in proc.cmdline()):
+                    and proc.status() != psutil.STATUS_ZOMBIE and "harness.child.watchdog" not in proc.cmdline()):
                 found.append(proc)
         except (psutil.Error, OSError):
             continue

@@ -3,9 +3,9 @@ accepts the whole built-in catalogue."""
 
 from __future__ import annotations
 
-from harness._catalogue import discover
-from harness._outcomes import KINDS, METHODS, OUTCOMES
-from harness._shard import schema
+from harness.catalogue.discover import discover
+from harness.classify.outcomes import KINDS, METHODS, OUTCOMES
+from harness.shard.format import schema
 
 
 def test_the_schema_names_the_taxonomy():

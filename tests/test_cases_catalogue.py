@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from harness._catalogue import discover
-from harness._cell import stdin_mode
-from harness._outcomes import METHODS
+from harness.catalogue.discover import discover
+from harness.child.cell import stdin_mode
+from harness.classify.outcomes import METHODS
 
 CATALOGUE = discover()
 CASES = {c.id: c for c in CATALOGUE.cases}

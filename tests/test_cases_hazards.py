@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from harness._catalogue import discover, select
-from harness._runner import plan, run_one
+from harness.catalogue.discover import discover, select
+from harness.run.cells import plan, run_one
 
 FORK_WARNING = "is multi-threaded, use of fork() may lead to deadlocks in the child"
 

@@ -20,8 +20,8 @@ import sys
 
 import pytest
 
-from harness._catalogue import discover, select
-from harness._runner import plan, run_one
+from harness.catalogue.discover import discover, select
+from harness.run.cells import plan, run_one
 
 pytestmark = [
     pytest.mark.catalogue,

@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from harness._catalogue import discover, select
-from harness._runner import plan, run_one
+from harness.catalogue.discover import discover, select
+from harness.run.cells import plan, run_one
 
 CASES = discover().cases
 SPAWN_PRELUDE = "import multiprocessing\nmultiprocessing.set_start_method('spawn')\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._catalogue import discover
+from harness.catalogue.discover import discover
 
 
 @pytest.fixture(scope="module")

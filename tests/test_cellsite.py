@@ -1,4 +1,4 @@
-"""The start-up hook every new interpreter in a cell imports (``harness/_cellsite``).
+"""The start-up hook every new interpreter in a cell imports (``harness/child/cellsite``).
 
 Windows creates spawn children without inherited handles; with the parent's standard streams
 redirected to files, as in a cell, a child's ``sys.stderr`` can be ``None`` and its traceback
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import textwrap
 
-from harness._runner import CELL_SITE_DIR
+from harness.run.cells import CELL_SITE_DIR
 
 # A script whose spawn child dies unpickling its target: the function only exists in the
 # parent's __main__ (defined inside the main guard), the catalogue's main-attribute pattern.

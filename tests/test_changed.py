@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness._catalogue import discover
-from harness._inputs import InputHasher
-from harness._shard import runner_info
+from harness.catalogue.discover import discover
+from harness.run.inputs import InputHasher
+from harness.shard.format import runner_info
 
 HOSTILE = Path(__file__).parent / "data" / "hostile_cases"
 ROOT = Path(__file__).parent.parent

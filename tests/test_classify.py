@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._classify import Observation, classify, decisive_stderr_line
+from harness.classify.classifier import Observation, classify, decisive_stderr_line
 
 DATA = Path(__file__).parent / "data" / "stderr"
 WORKER_EXITED_1 = "DataLoader worker (pid(s) 2876) exited unexpectedly"
@@ -186,7 +186,7 @@ def test_source_lines_quoted_in_a_traceback_are_not_evidence():
 
 
 def test_an_older_classifiers_verdict_is_re_derived_from_the_evidence():
-    from harness._classify import CLASSIFIER_VERSION
+    from harness.classify.classifier import CLASSIFIER_VERSION
     from harness.report.merge import refresh_verdict
 
     stderr = (DATA / "py314-main-attribute-spawn.txt").read_text()

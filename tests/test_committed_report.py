@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness._catalogue import discover
 from harness._policy import python_of
+from harness.catalogue.discover import discover
 from harness.report.merge import load_shards, merge
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """End-to-end: nothing a run starts outlives the harness, SIGKILL of the harness included
-(harness._containment, harness._watchdog)."""
+(harness.run.containment, harness.child.watchdog)."""
 
 from __future__ import annotations
 
@@ -93,8 +93,8 @@ def test_a_daemon_started_by_a_passing_cell_ends_with_the_cell(tmp_path, cli):
 def test_launch_cell_ends_adopted_daemons_before_it_returns(tmp_path, monkeypatch):
     """In the harness process itself: when launch_cell returns, the daemon its cell
     double-forked (re-parented to this subreaper) is already gone."""
-    from harness._catalogue import discover, select
-    from harness._runner import launch_cell, plan
+    from harness.catalogue.discover import discover, select
+    from harness.run.cells import launch_cell, plan
 
     marker = tmp_path / "marker"
     marker.mkdir()
@@ -110,8 +110,8 @@ def test_launch_cell_ends_adopted_daemons_before_it_returns(tmp_path, monkeypatc
 
 
 def test_reap_orphans_kills_adopted_daemons_that_carry_the_token(tmp_path):
-    from harness._containment import child_env, reap_orphans
-    from harness._runner import _become_subreaper
+    from harness.run.cells import _become_subreaper
+    from harness.run.containment import child_env, reap_orphans
 
     assert _become_subreaper()
     pidfile = tmp_path / "daemon.pid"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._catalogue import discover
+from harness.catalogue.discover import discover
 
 USER = Path(__file__).parent / "user_code"
 CASES = discover().by_id()

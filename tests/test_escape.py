@@ -7,8 +7,8 @@ import re
 import pytest
 from _outputs import unescaped_pipes
 
-from harness._catalogue import discover
 from harness._escape import code, markdown, terminal, visible
+from harness.catalogue.discover import discover
 
 IMG = "<img src=x onerror=alert(1)>"
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from conftest import processes_with_env
 
-from harness._catalogue import discover, select
-from harness._outcomes import METHODS
-from harness._runner import plan, resolve_isolation, run_cells
-from harness._template import Template, warm_available
+from harness.catalogue.discover import discover, select
+from harness.classify.outcomes import METHODS
+from harness.run.cells import plan, resolve_isolation, run_cells
+from harness.run.warm import Template, warm_available
 
 pytestmark = pytest.mark.skipif(not warm_available(), reason="warm starts exist on Linux only")
 
@@ -64,7 +64,7 @@ def facts(where):
         "original_dir": norm(multiprocessing.process.ORIGINAL_DIR),
         "main": mod("__main__"),
         "mp_main": mod("__mp_main__"),
-        "harness_cell_imported": "harness._cell" in sys.modules,
+        "harness_cell_imported": "harness.child.cell" in sys.modules,
         "own_group": os.getpgid(0) == os.getpid(),
         "own_session": os.getsid(0) == os.getpid(),
         "signals": {s: repr(signal.getsignal(getattr(signal, s)))
@@ -228,11 +228,11 @@ def test_main_module_is_what_python_dash_m_or_the_script_makes_it(both):
     facts = _facts(both["warm"][1])
     for m in ("spawn", "forkserver"):
         cell = facts[f"probe-module-{m}-cell"]
-        assert cell["main"][0] == "harness._cell"  # python -m harness._cell, never the template
-        assert cell["argv"][0].endswith(os.path.join("harness", "_cell.py"))
+        assert cell["main"][0] == "harness.child.cell"  # python -m harness.child.cell, never the template
+        assert cell["argv"][0].endswith(os.path.join("harness", "child", "cell.py"))
         worker = facts[f"probe-module-{m}-worker0"]
         if m == "spawn":  # spawn re-imports the parent's __main__ module by name
-            assert worker["mp_main"][0] == "harness._cell"
+            assert worker["mp_main"][0] == "harness.child.cell"
         script_cell = facts[f"probe-script-{m}-cell"]
         assert script_cell["main"][1].endswith("probe_script.py")
         script_worker = facts[f"probe-script-{m}-worker0"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from _shards import linux_shard
 
-from harness._outcomes import outcome_label
 from harness._progress import _line
+from harness.classify.outcomes import outcome_label
 from harness.report.views import cell_words, contradiction, outcome_text
 
 

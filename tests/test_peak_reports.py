@@ -1,4 +1,4 @@
-"""Every process of a cell reports its own memory peak at exit (``harness/_cellsite/_harness_cell_peaks.py``).
+"""Every process of a cell reports its own memory peak at exit (``harness/child/cellsite/_harness_cell_peaks.py``).
 
 Real interpreters, real multiprocessing children under each start method, started with the
 start-up hook on ``PYTHONPATH`` and ``HARNESS_CELL_PEAKS`` set, as a cell starts them. What
@@ -15,8 +15,8 @@ import textwrap
 
 import pytest
 
-from harness._proctree import TreeSampler, read_peak_reports
-from harness._runner import CELL_SITE_DIR
+from harness.run.cells import CELL_SITE_DIR
+from harness.run.sampler import TreeSampler, read_peak_reports
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reports read /proc/self")
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness._proctree import FAST_INTERVAL_S, TreeSampler
+from harness.run.sampler import FAST_INTERVAL_S, TreeSampler
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and /proc are Linux-only here")
 

@@ -20,10 +20,10 @@ import pytest
 from _outputs import foreign_angle_brackets, foreign_html_tags, table_problems
 from _shards import linux_shard, write
 
-from harness import _jsonfile
 from harness._explain import observed_lines
-from harness._shard import ShardError, read_shard
 from harness.report.merge import merge
+from harness.shard import jsonfile as _jsonfile
+from harness.shard.format import ShardError, read_shard
 
 IMG = "<img src=x onerror=alert(1)>"
 

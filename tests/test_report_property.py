@@ -20,9 +20,9 @@ from _shards import linux_shard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness._outcomes import METHODS
-from harness._shard import read_shard, write_json_atomic
+from harness.classify.outcomes import METHODS
 from harness.report.pipeline import write_report
+from harness.shard.format import read_shard, write_json_atomic
 
 OUTCOMES = ["pass", "error", "hang", "crash", "wrong", "unsupported", "skipped"]
 NASTY = ["|", "`", "\\", "<img src=x onerror=alert(1)>", "\udcfe", "\ud800", "\x1b[31m", "\x00", "\r\n", "\n\n",

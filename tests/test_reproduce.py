@@ -131,8 +131,8 @@ def test_hang_is_killed_with_its_tree_at_the_timeout(cli):
      "finished its bootstrapping phase.", "entry-no-main-guard"),
 ])
 def test_hint_names_the_same_case_on_every_python(kind, root_cause, case):
-    from harness._classify import Verdict
     from harness._reproduce import hint_for
+    from harness.classify.classifier import Verdict
 
     hint = hint_for(Verdict("error", kind, root_cause, root_cause))
     assert hint is not None and hint.startswith(f"matches catalogue case {case} ("), hint
@@ -167,8 +167,8 @@ _BATCH_HINT = "a worker's batch could not be pickled on its way back to the main
 
 
 def test_a_hang_after_a_feeder_pickling_error_says_the_batch_could_not_come_back():
-    from harness._classify import Verdict
     from harness._reproduce import hint_for
+    from harness.classify.classifier import Verdict
 
     root = _FEEDER_STDERR.strip().splitlines()[-1]
     hint = hint_for(Verdict("hang", None, "timed out; process group killed", root), 10, _FEEDER_STDERR)

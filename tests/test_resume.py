@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import processes_with_env
 
-from harness._shard import read_shard
+from harness.shard.format import read_shard
 
 SLOW = '''
 """Items arrive slowly, so the cell is still running when the run is interrupted."""

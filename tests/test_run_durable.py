@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness._run import run_catalogue
-from harness._shard import read_shard
+from harness.run.pipeline import run_catalogue
+from harness.shard.format import read_shard
 
 HOSTILE = Path(__file__).parent / "data" / "hostile_cases"
 ROOT = Path(__file__).parent.parent
@@ -120,7 +120,7 @@ def test_an_unwritable_shard_is_one_line_and_the_results_are_saved_elsewhere(tmp
     def refuse(path, data):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr("harness._save.write_json_atomic", refuse)
+    monkeypatch.setattr("harness.shard.save.write_json_atomic", refuse)
     code = run_catalogue(patterns=["fixture-good"], families=None, methods=["in-process"], out_dir=tmp_path,
                          timeout_s=60, jobs=1, catalogue_dir=fixture_catalogue, isolation="fresh")
     err = capsys.readouterr().err.strip().splitlines()

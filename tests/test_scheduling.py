@@ -12,9 +12,9 @@ import re
 import time
 from pathlib import Path
 
-from harness._catalogue import discover
-from harness._runner import plan
-from harness._schedule import DEFAULT_ESTIMATE_S, durations, estimate, longest_first
+from harness.catalogue.discover import discover
+from harness.run.cells import plan
+from harness.run.schedule import DEFAULT_ESTIMATE_S, durations, estimate, longest_first
 
 FIXTURES = Path(__file__).parent / "fixture_cases"
 REAL_SHARD = Path(__file__).parent / "data" / "shard-linux-py3.11.json"

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from harness._shard import ShardError, read_shard, runner_info, shard_filename, write_json_atomic
+from harness.shard.format import (
+    ShardError,
+    read_shard,
+    runner_info,
+    shard_filename,
+    write_json_atomic,
+)
 
 
 def a_result(runner_id: str) -> dict:

@@ -16,13 +16,13 @@ File format (``tests/data/tracebacks/<platform>-<slug>.txt``)::
     # source: <public URL of the report>
     # platform: windows | macos | jupyter | linux-py3.14 | linux
     # python: <version if the report states it, else unknown>
-    # expect-kind: <one kind from harness._outcomes.KINDS>
+    # expect-kind: <one kind from harness.classify.outcomes.KINDS>
     # expect-root-cause-contains: <exact substring of the decisive line>
     # note: <optional, any number of lines>
     ---
     <the text as posted>
 
-``expect-kind`` is chosen by mechanism, as the taxonomy in :mod:`harness._outcomes` defines it,
+``expect-kind`` is chosen by mechanism, as the taxonomy in :mod:`harness.classify.outcomes` defines it,
 not by what any version of the classifier says. The decisive line is the root error: a pickling
 failure in the parent is ``pickle`` even when the worker then printed ``EOFError: Ran out of
 input``; a worker's bootstrapping ``RuntimeError`` is ``bootstrap`` even when the parent only
@@ -30,8 +30,8 @@ shows ``BrokenPipeError`` or ``exited unexpectedly``; a worker's own exception r
 (``Caught KeyError in DataLoader worker process 0``) is ``worker-exception`` and its root cause is
 the original exception line.
 
-The classification tests call :func:`harness._classify.classify_traceback`, which takes a whole
-pasted console output as a ``str`` and returns a :class:`~harness._classify.Verdict`.
+The classification tests call :func:`harness.classify.classifier.classify_traceback`, which takes a whole
+pasted console output as a ``str`` and returns a :class:`~harness.classify.classifier.Verdict`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._outcomes import KINDS
+from harness.classify.outcomes import KINDS
 
 CORPUS = Path(__file__).parent / "data" / "tracebacks"
 PLATFORMS = ("windows", "macos", "jupyter", "linux-py3.14", "linux")
@@ -113,7 +113,7 @@ def test_corpus_file_is_well_formed(report: Report):
 
 @pytest.mark.parametrize("report", REPORTS, ids=[p.stem for p in FILES])
 def test_classify_traceback_finds_mechanism_and_root_cause(report: Report):
-    from harness._classify import classify_traceback
+    from harness.classify.classifier import classify_traceback
 
     verdict = classify_traceback(report.text)
     source = report.header["source"]

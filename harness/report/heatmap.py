@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness._escape import visible
-from harness._fileio import replace_file
-from harness._outcomes import METHODS
+from harness.child.fileio import replace_file
+from harness.classify.outcomes import METHODS
 from harness.report import JSONObject
 
 if TYPE_CHECKING:

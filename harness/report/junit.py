@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from harness._escape import visible
-from harness._outcomes import outcome_label
+from harness.classify.outcomes import outcome_label
 from harness.report import JSONObject
 from harness.report.views import contradiction
 

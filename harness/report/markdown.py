@@ -18,7 +18,7 @@ import html
 from collections.abc import Iterable
 
 from harness._escape import code, markdown, visible
-from harness._outcomes import SYMBOLS
+from harness.classify.outcomes import SYMBOLS
 from harness.report import JSONObject
 from harness.report.views import (
     COST_FIELDS,

@@ -19,11 +19,11 @@ from pathlib import Path
 import jsonschema
 import referencing
 
-from harness._classify import CLASSIFIER_VERSION, reclassify
-from harness._outcomes import METHODS, matches_expectation
-from harness._shard import SCHEMA_VERSION, NotAShard, ShardError, read_shard, schema
+from harness.classify.classifier import CLASSIFIER_VERSION, reclassify
+from harness.classify.outcomes import METHODS, matches_expectation
 from harness.report import JSONObject
 from harness.report.platforms import compatibility, platform_summary
+from harness.shard.format import SCHEMA_VERSION, NotAShard, ShardError, read_shard, schema
 
 __all__ = ["load_shards", "merge", "refresh_verdict", "validate_matrix"]
 
@@ -50,7 +50,7 @@ def refresh_verdict(record: JSONObject) -> JSONObject:
 
 
 def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[tuple[Path, JSONObject]], list[str]]:
-    """Read every ``*.json`` shard in ``shard_dir`` (each as :func:`harness._shard.read_shard` does).
+    """Read every ``*.json`` shard in ``shard_dir`` (each as :func:`harness.shard.format.read_shard` does).
 
     Args:
         shard_dir: the directory.

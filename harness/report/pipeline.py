@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness._catalogue import CatalogueError, discover
-from harness._config import ConfigError
-from harness._config import catalogue_dirs as project_catalogue_dirs
 from harness._escape import terminal
 from harness._progress import say
+from harness.catalogue.config import ConfigError
+from harness.catalogue.config import catalogue_dirs as project_catalogue_dirs
+from harness.catalogue.discover import CatalogueError, discover
 from harness.report import JSONObject
 from harness.report.heatmap import MISSING_NOTE, render_heatmap
 from harness.report.junit import junit_xml
@@ -194,7 +194,7 @@ def write_report(shard_dir: Path, out_dir: Path, summary: Path | None = None,
             line, so a case added but never run does not go unnoticed. The built-in
             catalogue is not checked (shards carry their own case tables).
 
-    Shards are read as by :func:`harness._shard.read_shard` (regular files only, bounded in
+    Shards are read as by :func:`harness.shard.format.read_shard` (regular files only, bounded in
     size and depth, strict JSON); a ``matrix.json`` this command wrote into ``shard_dir`` (when
     ``out_dir`` is the same directory) is skipped with a note. Every string reaches the outputs
     through :mod:`harness._escape`; ``matrix.json`` is ASCII JSON without NaN, so any string,

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from harness._escape import code, markdown
-from harness._outcomes import SYMBOLS
+from harness.classify.outcomes import SYMBOLS
 from harness.report import JSONObject
 from harness.report.markdown import compat_table, table
 from harness.report.views import (

@@ -12,7 +12,7 @@ and the CI summary cannot disagree on what a cell says:
 Footnotes (hazard warnings of passing cells, runners that disagree) are numbered by one
 :class:`Notes` per document. The vocabulary of a cell (symbols, words, labels, formatted
 seconds and bytes) lives here too; the outcome and its kind are spelled by
-:func:`harness._outcomes.outcome_label`.
+:func:`harness.classify.outcomes.outcome_label`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from harness._escape import code
-from harness._outcomes import METHODS, SYMBOLS, outcome_label
+from harness.classify.outcomes import METHODS, SYMBOLS, outcome_label
 from harness.report import JSONObject
 
 __all__ = [

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from harness._outcomes import METHODS
-from harness._shard import SCHEMA_VERSION, ShardError, read_shard, write_json_atomic
+from harness.classify.outcomes import METHODS
 from harness.errors import SaveError
+from harness.shard.format import SCHEMA_VERSION, ShardError, read_shard, write_json_atomic
 
 __all__ = ["LOCK_TIMEOUT_S", "SaveError", "ShardWriter"]
 
@@ -58,7 +58,7 @@ class ShardWriter:
     Args:
         path: the shard file.
         runner: this run's ``runner`` object.
-        table: the case table of this run's selection (:func:`harness._run.case_table`).
+        table: the case table of this run's selection (:func:`harness.run.pipeline.case_table`).
         owned: the ``(case, method)`` keys this run was asked to run.
         initial: the shard that was at ``path`` when the run started, or ``None``.
         drop_cases: case ids whose records are dropped (cases no longer in the catalogue;

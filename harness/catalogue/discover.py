@@ -3,7 +3,7 @@
 A case is a module of the ``cases`` package (or of another catalogue directory) that
 assigns a literal ``CASE = {...}`` at module level. The harness reads that literal with
 :mod:`ast`, so listing, selecting and explaining cases never runs case code; only the
-isolated cell process imports a case (see :mod:`harness._cell`).
+isolated cell process imports a case (see :mod:`harness.child.cell`).
 
 A module case also defines ``run(cell)``. A *script case* (``"script": True``) is run as
 ``__main__`` by :func:`runpy.run_path`, exactly as ``python script.py`` would, so that
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import jsonschema
 
-from harness._config import ConfigError, catalogue_dirs
-from harness._shard import schema
+from harness.catalogue.config import ConfigError, catalogue_dirs
 from harness.errors import CatalogueError
+from harness.shard.format import schema
 
 __all__ = ["Case", "CatalogueError", "Catalogue", "discover", "default_catalogue_dir", "open_catalogue", "select"]
 
@@ -355,7 +355,7 @@ def discover(catalogue_dir: Path | list[Path] | None = None, *, import_root: Pat
 
 def open_catalogue(cli_dirs: Path | list[Path] | None = None) -> Catalogue:
     """The catalogue a command works on: ``--catalogue`` directories when given, else the
-    project's ``[tool.harness] catalogue`` (:mod:`harness._config`), else the built-in one.
+    project's ``[tool.harness] catalogue`` (:mod:`harness.catalogue.config`), else the built-in one.
 
     A project's catalogue (either way) gets the current directory as its ``import_root``.
 

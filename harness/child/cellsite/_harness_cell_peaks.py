@@ -11,7 +11,7 @@ the worker's page tables (``/proc/PID/smaps_rollup``, about 4 ms for a torch pro
 together they were most of the harness's own CPU. A process knows its own peak exactly at the
 end: the kernel's high-water mark of its resident set (``VmHWM`` in ``/proc/self/status``,
 ``proc(5)``), and one USS reading at that point. The harness's sampler then only has to find
-processes and cover those that die by a signal (see ``harness._proctree``).
+processes and cover those that die by a signal (see ``harness.run.sampler``).
 
 When a process reports:
 
@@ -58,7 +58,7 @@ ENV_DIR = "HARNESS_CELL_PEAKS"
 _HELPER_COMMAND = re.compile(r"from multiprocessing\.(?:resource_tracker|forkserver|semaphore_tracker) import main")
 
 #: What the cell process's command line holds (a fresh cell's, and a warm cell's as it sets it).
-_CELL_COMMAND = "-m harness._cell "
+_CELL_COMMAND = "-m harness.child.cell "
 
 _installed = False
 _reported_pid = 0

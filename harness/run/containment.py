@@ -5,12 +5,12 @@ Every process tree the harness starts (fresh and warm cells, the warm template, 
 three layers:
 
 1. **While the harness runs**, each cell's tree is killed when the cell ends
-   (:func:`harness._proctree.kill_tree`: its process group and every descendant seen). On
+   (:func:`harness.run.sampler.kill_tree`: its process group and every descendant seen). On
    Linux the harness is a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so a process
    whose parent died, a daemon that double-forked with ``setsid`` included, is re-parented to
    the harness instead of init; :func:`reap_orphans` kills those adopted orphans after every
    cell and at the end of the run.
-2. **Whatever the harness's end**, a watchdog process (:mod:`harness._watchdog`), started once
+2. **Whatever the harness's end**, a watchdog process (:mod:`harness.child.watchdog`), started once
    per harness process in its own session, holds the read end of a pipe. When the harness
    exits or dies (SIGKILL included) the pipe closes, and the watchdog kills every tracked
    process tree and process group, and every process whose environment carries this
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import psutil
 
-from harness._watchdog import TOKEN_ENV
+from harness.child.watchdog import TOKEN_ENV
 
 __all__ = [
     "TOKEN_ENV",
@@ -82,11 +82,11 @@ def _start_watchdog() -> subprocess.Popen | None:
         kwargs["start_new_session"] = True
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     # The watchdog must find this package even when the harness runs from a checkout.
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parent.parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "harness._watchdog", token()],
+            [sys.executable, "-m", "harness.child.watchdog", token()],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             close_fds=True, env=env, **kwargs,
         )

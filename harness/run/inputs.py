@@ -24,15 +24,18 @@ import json
 from pathlib import Path
 
 from harness import __version__
-from harness._catalogue import Case
-from harness._classify import CLASSIFIER_VERSION
+from harness.catalogue.discover import Case
+from harness.classify.classifier import CLASSIFIER_VERSION
 
 __all__ = ["HARNESS_CELL_FILES", "InputHasher"]
 
-_HERE = Path(__file__).resolve().parent
-#: The harness files whose code runs inside a cell process.
-HARNESS_CELL_FILES = tuple(_HERE / name for name in
-                           ("case.py", "_cell.py", "_template.py", "_fileio.py", "_cellsite/sitecustomize.py"))
+_HARNESS = Path(__file__).resolve().parent.parent
+#: The harness files whose code runs inside a cell process: the case API and everything in
+#: :mod:`harness.child` that a cell runs (the cell, the warm template it is forked from, the
+#: start-up hook and its peak reporter).
+HARNESS_CELL_FILES = tuple(_HARNESS / name for name in
+                           ("case.py", "child/cell.py", "child/warm_server.py", "child/fileio.py",
+                            "child/cellsite/sitecustomize.py", "child/cellsite/_harness_cell_peaks.py"))
 #: Largest file hashed, in bytes (a bigger one counts by its size and modification time).
 MAX_HASHED_BYTES = 64 << 20
 

@@ -46,7 +46,7 @@ class Observation:
     Attributes:
         returncode: the cell process's exit status; negative is ``-signal`` (POSIX).
         timed_out: the watchdog killed the cell after its timeout.
-        result: the cell's result dict (see :mod:`harness._cell`), or ``None`` if it wrote none.
+        result: the cell's result dict (see :mod:`harness.child.cell`), or ``None`` if it wrote none.
         stderr: the cell's stderr, which its workers share.
     """
 
@@ -58,7 +58,7 @@ class Observation:
 
 @dataclass
 class Verdict:
-    """``outcome`` (see :mod:`harness._outcomes`), ``kind`` for errors, first ``message`` line,
+    """``outcome`` (see :mod:`harness.classify.outcomes`), ``kind`` for errors, first ``message`` line,
     and the decisive ``root_cause`` line."""
 
     outcome: str

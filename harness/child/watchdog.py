@@ -1,8 +1,8 @@
 """The watchdog process: when the harness that started it ends, however it ends, kill what it
 left behind and remove its work folders.
 
-``python -m harness._watchdog TOKEN`` reads JSON lines on stdin from the harness
-(:mod:`harness._containment`)::
+``python -m harness.child.watchdog TOKEN`` reads JSON lines on stdin from the harness
+(:mod:`harness.run.containment`)::
 
     ["+pid", 1234]   track a process (a cell, the warm template, a reproduced script)
     ["-pid", 1234]   it ended and was cleaned up by the harness
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     """Read the harness's messages until end of file, then clean up (see the module doc)."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or not argv[0]:
-        print("usage: python -m harness._watchdog TOKEN", file=sys.stderr)
+        print("usage: python -m harness.child.watchdog TOKEN", file=sys.stderr)
         return 2
     token = argv[0]
     # The harness handles Ctrl-C itself; the watchdog must outlive it, so it ignores the

@@ -22,10 +22,10 @@ from pathlib import Path
 import jsonschema
 
 from harness import __version__
-from harness._fileio import replace_file
-from harness._jsonfile import JSONFileError, load_json_file
 from harness._policy import Platform, available_methods, current_os, default_method, machine_arch
+from harness.child.fileio import replace_file
 from harness.errors import NotAShard, ShardError
+from harness.shard.jsonfile import JSONFileError, load_json_file
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-_SCHEMA_DIR = Path(__file__).with_name("schemas")
+_SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 
 @cache
@@ -162,9 +162,9 @@ def _record_problem(data: dict) -> str | None:
 def read_shard(path: Path) -> dict:
     """Read and validate one shard.
 
-    The file is read as by :func:`harness._jsonfile.load_json_file`: a regular file only (a
-    FIFO or device is never opened), at most :data:`~harness._jsonfile.MAX_JSON_BYTES`, strict
-    JSON (no ``NaN`` or ``Infinity``) nested at most :data:`~harness._jsonfile.MAX_JSON_DEPTH`
+    The file is read as by :func:`harness.shard.jsonfile.load_json_file`: a regular file only (a
+    FIFO or device is never opened), at most :data:`~harness.shard.jsonfile.MAX_JSON_BYTES`, strict
+    JSON (no ``NaN`` or ``Infinity``) nested at most :data:`~harness.shard.jsonfile.MAX_JSON_DEPTH`
     deep. Beyond the schema, every record must belong to the shard's runner and each
     (case, method) cell may appear once.
 

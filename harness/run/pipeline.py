@@ -12,15 +12,13 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
-from harness._catalogue import Case, CatalogueError, open_catalogue, select
-from harness._containment import watchdog_cpu_s
-from harness._inputs import InputHasher
 from harness._options import resolve_start_method
-from harness._outcomes import METHODS
 from harness._policy import profile as _profile
-from harness._proctree import peak_report_cpu_s
 from harness._progress import Progress, say
-from harness._runner import (
+from harness.catalogue.discover import Case, CatalogueError, open_catalogue, select
+from harness.classify.outcomes import METHODS
+from harness.errors import Interrupted, UsageError
+from harness.run.cells import (
     DEFAULT_WORKERS,
     emulated_temp_dir,
     kill_live_cells,
@@ -29,11 +27,13 @@ from harness._runner import (
     resolve_isolation,
     run_cells,
 )
-from harness._save import SaveError, ShardWriter, set_aside
-from harness._schedule import durations, estimate, longest_first
-from harness._shard import ShardError, read_shard, runner_info, shard_filename
-from harness._template import Template
-from harness.errors import Interrupted, UsageError
+from harness.run.containment import watchdog_cpu_s
+from harness.run.inputs import InputHasher
+from harness.run.sampler import peak_report_cpu_s
+from harness.run.schedule import durations, estimate, longest_first
+from harness.run.warm import Template
+from harness.shard.format import ShardError, read_shard, runner_info, shard_filename
+from harness.shard.save import SaveError, ShardWriter, set_aside
 
 __all__ = ["SAVE_EVERY_S", "case_table", "resolve_timeout_scale", "run_catalogue"]
 
@@ -93,7 +93,7 @@ def _overhead_cpu_s(template: Template | None) -> dict:
     """CPU seconds (user + system) the harness's own processes used so far: this process (its
     memory samplers, watchers, progress and saves), the warm template (not its cells) and the
     containment watchdog, and the cells' processes' own memory-peak reports
-    (:func:`~harness._proctree.peak_report_cpu_s`); ``total`` is their sum. The rest of the
+    (:func:`~harness.run.sampler.peak_report_cpu_s`); ``total`` is their sum. The rest of the
     cells and their workers is the work."""
     own = os.times()
     parts = {"harness": own.user + own.system, "template": template.cpu_s() if template else 0.0,
@@ -136,7 +136,7 @@ def run_catalogue(
         jobs: cells using the CPU at once (default: the usable CPU count).
         catalogue_dir: catalogue directories (``--catalogue``, repeatable); ``None``: the
             project's ``[tool.harness] catalogue``, else the built-in one
-            (:func:`harness._catalogue.open_catalogue`).
+            (:func:`harness.catalogue.discover.open_catalogue`).
         num_workers: DataLoader workers per cell (not for ``in-process``).
         isolation: ``auto`` (``warm`` on Linux, else ``fresh``), ``warm`` or ``fresh``;
             recorded in the shard's ``runner.isolation``.
@@ -144,7 +144,7 @@ def run_catalogue(
             selected cells it lacks. Its isolation and timeout must match. Without it, a
             shard already in ``out_dir`` keeps the cells this selection does not run (a
             narrower run replaces only its own cells).
-        changed: run only the selected cells whose input hash (:mod:`harness._inputs`)
+        changed: run only the selected cells whose input hash (:mod:`harness.run.inputs`)
             differs from their record in the shard already in ``out_dir``; the others are
             kept as they are, marked ``carried_over`` with their ``observed_utc``.
         profile: emulate a platform (``macos``, ``windows``; :data:`harness._policy.PROFILES`):
@@ -155,7 +155,7 @@ def run_catalogue(
             ``HARNESS_TIMEOUT_SCALE`` or 1. Recorded in the shard's runner.
 
     Cells start longest first, by their ``wall_s`` in the shard already in ``out_dir`` when
-    there is one (:mod:`harness._schedule`). The shard is rewritten (atomically) as cells
+    there is one (:mod:`harness.run.schedule`). The shard is rewritten (atomically) as cells
     finish, at most every :data:`SAVE_EVERY_S` seconds, with ``complete: false``; an
     interrupt (Ctrl-C, SIGTERM, SIGHUP) kills every running cell and the template, writes
     the partial shard and raises :class:`~harness.errors.Interrupted`.

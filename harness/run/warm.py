@@ -1,11 +1,11 @@
 """Warm cell starts: a template interpreter that forks one isolated process per cell (Linux).
 
-A fresh cell (``python -m harness._cell``) pays an interpreter start plus ``import torch``,
+A fresh cell (``python -m harness.child.cell``) pays an interpreter start plus ``import torch``,
 about 1.5 s, before the case does anything. The template pays that once per ``harness run``:
 it imports torch, ``torch.multiprocessing``, ``torch.utils.data``, multiprocessing's
-start-method modules and :mod:`harness._cell` (never case code), makes sure no thread is left
+start-method modules and :mod:`harness.child.cell` (never case code), makes sure no thread is left
 running, then forks one child per cell on request. The child makes itself look like
-``python -m harness._cell SPEC RESULT`` started by the harness, then runs that module:
+``python -m harness.child.cell SPEC RESULT`` started by the harness, then runs that module:
 
 * its own session and process group (``os.setsid``), so the watchdog can kill its tree;
 * stdin from ``/dev/null``, stdout and stderr onto the cell's files, the cell's working
@@ -14,10 +14,10 @@ running, then forks one child per cell on request. The child makes itself look l
   builds it (probed once per catalogue root with a real fresh interpreter), ``sys.argv``,
   ``multiprocessing.process.ORIGINAL_DIR`` (which spawn passes to its children), a new
   multiprocessing authkey, and default signal dispositions;
-* a new ``__main__`` module for ``harness._cell``, with the fields ``python -m`` gives it
+* a new ``__main__`` module for ``harness.child.cell``, with the fields ``python -m`` gives it
   (``runpy._run_module_as_main``), aliased as ``__mp_main__`` as ``multiprocessing``
   does. Spawn and forkserver workers of a module case therefore re-import
-  ``harness._cell`` as ``__mp_main__`` (harmless, as in a fresh cell), never the template;
+  ``harness.child.cell`` as ``__mp_main__`` (harmless, as in a fresh cell), never the template;
   a script case still runs through :func:`runpy.run_path` as ``__main__``, so its workers
   re-import the real script (``multiprocessing.spawn.get_preparation_data`` reads
   ``sys.modules['__main__']``);
@@ -53,40 +53,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
-import types
-import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness._containment import child_env, track, track_dir, untrack, untrack_dir
+from harness.child.warm_server import CWD_PLACEHOLDER, send_message
 from harness.errors import TemplateError
+from harness.run.containment import child_env, track, track_dir, untrack, untrack_dir
 
 __all__ = ["Template", "TemplateError", "WarmChild", "warm_available"]
 
-WARM_IMPORTS = (
-    "torch",
-    "torch.multiprocessing",
-    "torch.utils.data",
-    "multiprocessing.connection",
-    "multiprocessing.forkserver",
-    "multiprocessing.popen_fork",
-    "multiprocessing.popen_forkserver",
-    "multiprocessing.popen_spawn_posix",
-    "multiprocessing.queues",
-    "multiprocessing.resource_tracker",
-    "multiprocessing.spawn",
-    "multiprocessing.synchronize",
-    "runpy",
-    "harness._cell",
-)
-_CWD = "\0cwd"  # stands for the cell's working directory in a probed sys.path
 READY_TIMEOUT_S = 120.0
 
 
@@ -95,257 +75,6 @@ def warm_available() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
-# --------------------------------------------------------------------------- template side
-
-
-def _send(sock: socket.socket, msg: dict) -> None:
-    sock.sendall(json.dumps(msg).encode() + b"\n")
-
-
-def _thread_count() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return threading.active_count()
-
-
-def _exit_code(exc: SystemExit) -> int:
-    """The status ``python`` exits with for an uncaught ``SystemExit`` (CPython ``handle_system_exit``)."""
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        print(code, file=sys.stderr)
-    except Exception:  # noqa: BLE001 - stderr may be gone
-        pass
-    return 1
-
-
-def _main_module(name: str) -> types.ModuleType:
-    """Install a new ``__main__`` for module ``name`` as ``python -m name`` has it when it runs.
-
-    The fields are those :func:`runpy._run_module_as_main` sets; ``sys.argv[0]`` becomes the
-    module's file, and ``__mp_main__`` aliases ``__main__`` as ``multiprocessing/__init__.py``
-    does when it is first imported (the template imported it under its own ``__main__``).
-    """
-    import builtins
-    import importlib.util
-
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"No module named {name}")
-    main = types.ModuleType("__main__")
-    main.__dict__.update(__file__=spec.origin, __cached__=spec.cached, __doc__=None,
-                         __loader__=spec.loader, __package__=spec.parent, __spec__=spec,
-                         __builtins__=builtins)
-    sys.modules["__main__"] = main
-    sys.modules["__mp_main__"] = main
-    sys.argv[0] = spec.origin
-    return main
-
-
-def _become_cell(req: dict) -> None:
-    """In the forked child: turn into ``python -m harness._cell ARGS``, run it, exit. Never returns."""
-    code = 1
-    # weakref.finalize callbacks registered by the template's own imports (torch.library
-    # unregisters ~130 operator libraries, about 50 ms) run at interpreter exit in a fresh
-    # cell too, after the result is written and with no effect a case can see; skip them.
-    inherited = list(getattr(weakref.finalize, "_registry", {}))
-    try:
-        os.setsid()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP, signal.SIGQUIT):
-            signal.signal(sig, signal.SIG_DFL)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        for fd, target in ((devnull, 0), (out, 1), (err, 2)):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.chdir(req["cwd"])
-        cwd = os.getcwd()
-        os.environ.clear()
-        os.environ.update(req["env"])
-        sys.path[:] = [cwd if p == _CWD else p for p in req["sys_path"]]
-        sys.argv = list(req["argv"])
-        sys.orig_argv = [sys.executable, "-m", "harness._cell", *req["argv"][1:]]
-        import importlib
-        import multiprocessing.process
-        import tempfile as _tempfile
-
-        importlib.invalidate_caches()
-        _tempfile.tempdir = None  # re-read TMPDIR, as a fresh interpreter would
-        multiprocessing.process.ORIGINAL_DIR = cwd
-        multiprocessing.process.current_process().authkey = os.urandom(32)
-        # Per-process random state a fresh interpreter seeds from the OS: torch's default
-        # generator (DataLoader draws each loader's base_seed from it) and numpy's global
-        # RandomState. Python's random module reseeds itself after fork (os.register_at_fork).
-        import torch
-
-        torch.default_generator.seed()
-        if "numpy.random" in sys.modules:
-            sys.modules["numpy.random"].seed()
-        main = _main_module("harness._cell")
-        try:
-            exec(main.__spec__.loader.get_code(main.__spec__.name), main.__dict__)
-            code = 0
-        except SystemExit as exc:
-            code = _exit_code(exc)
-    except BaseException:  # noqa: BLE001 - as an uncaught exception in a fresh interpreter
-        import traceback
-
-        try:
-            traceback.print_exc()
-        except Exception:  # noqa: BLE001
-            pass
-        code = 1
-    # What Py_FinalizeEx does that a cell can observe: join non-daemon threads, run atexit
-    # callbacks (multiprocessing's _exit_function reaps leftover workers), flush stdio.
-    for fin in inherited:
-        fin.detach()
-    try:
-        shutdown = getattr(threading, "_shutdown", None)
-        if shutdown is not None:
-            shutdown()
-        import atexit
-
-        atexit._run_exitfuncs()
-    except BaseException:  # noqa: BLE001
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
-    os._exit(code)
-
-
-def _install_peak_reports() -> None:
-    """Load the start-up hook's peak reporter under its own top-level name, as a fresh cell's
-    ``sitecustomize`` does, and install it: each cell forked from here, and its fork workers,
-    then report their peaks at exit (``harness/_cellsite/_harness_cell_peaks.py``)."""
-    import importlib.util
-
-    name = "_harness_cell_peaks"
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_cellsite") / f"{name}.py")
-    if spec is None or spec.loader is None:
-        return
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[name] = module
-    module.install()
-
-
-def _serve(fd: int) -> None:
-    """The template's main loop on control socket ``fd``; forked children never return from it."""
-    import selectors
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the harness decides when the template ends
-    ctl = socket.socket(fileno=fd)
-    t0 = time.perf_counter()
-    import importlib
-
-    for name in WARM_IMPORTS:
-        importlib.import_module(name)
-    # Its imports stay warm, but the module itself leaves sys.modules: a fresh
-    # ``python -m harness._cell`` has it only as __main__ (runpy warns otherwise).
-    sys.modules.pop("harness._cell", None)
-    import harness
-
-    harness.__dict__.pop("_cell", None)
-    _install_peak_reports()
-    # One throw-away fork runs every pthread_atfork prepare handler once, which stops pools
-    # that libraries started at import (OpenBLAS); the template itself never uses them again.
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-    use_pidfd = hasattr(os, "pidfd_open")
-    _send(ctl, {"ready": True, "pid": os.getpid(), "threads": _thread_count(),
-                "import_s": round(time.perf_counter() - t0, 3), "pidfd": use_pidfd})
-
-    sel = selectors.DefaultSelector()
-    sel.register(ctl, selectors.EVENT_READ, None)
-    live: dict[int, tuple[int, int | None]] = {}  # pid -> (request id, pidfd)
-    buf = b""
-
-    def reap(pid: int, status: int) -> None:
-        req_id, pfd = live.pop(pid)
-        if pfd is not None:
-            sel.unregister(pfd)
-            os.close(pfd)
-        _send(ctl, {"id": req_id, "returncode": os.waitstatus_to_exitcode(status)})
-
-    while True:
-        events = sel.select(timeout=None if use_pidfd else 0.005)
-        for key, _ in events:
-            if key.data is not None:
-                pid = key.data
-                try:
-                    _, status = os.waitpid(pid, 0)
-                except ChildProcessError:
-                    status = 255 << 8
-                reap(pid, status)
-                continue
-            chunk = ctl.recv(1 << 16)
-            if not chunk:
-                _shutdown(live)
-                return
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                req = json.loads(line)
-                try:
-                    pid = os.fork()
-                except OSError as exc:
-                    _send(ctl, {"id": req["id"], "error": f"fork failed: {exc}"})
-                    continue
-                if pid == 0:
-                    sel.close()
-                    for _, pfd in live.values():
-                        if pfd is not None:
-                            os.close(pfd)
-                    ctl.close()
-                    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # a fresh cell inherits 0-2 only
-                    _become_cell(req)
-                pfd = None
-                if use_pidfd:
-                    try:
-                        pfd = os.pidfd_open(pid)
-                    except OSError:
-                        pfd = None
-                live[pid] = (req["id"], pfd)
-                if pfd is not None:
-                    sel.register(pfd, selectors.EVENT_READ, pid)
-                _send(ctl, {"id": req["id"], "pid": pid})
-        for pid in [p for p, (_, pfd) in live.items() if pfd is None]:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                reap(pid, status)
-
-
-def _shutdown(live: dict[int, tuple[int, int | None]]) -> None:
-    """Kill every live child's process group, reap them."""
-    for pid in live:
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-    for pid in live:
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
-
-
-def _probe() -> None:
-    print(json.dumps({"path": sys.path, "cwd": os.getcwd()}))
-
-
-# --------------------------------------------------------------------------- harness side
 
 
 @dataclass
@@ -387,7 +116,7 @@ class Template:
             env["PYTHONUNBUFFERED"] = "1"
             env["PYTHONFAULTHANDLER"] = "1"
         # The containment token: every cell forked from the template carries it in its
-        # process environment, so the watchdog finds their leftovers (harness._containment).
+        # process environment, so the watchdog finds their leftovers (harness.run.containment).
         self._env = child_env(env)
         self._proc: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
@@ -420,7 +149,7 @@ class Template:
         log = open(self._logdir / "template.log", "wb")  # noqa: SIM115 - handed to the child
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "harness._template", "--serve", str(child.fileno())],
+                [sys.executable, "-m", "harness.child.warm_server", "--serve", str(child.fileno())],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(child.fileno(),),
                 env=self._env, cwd=self._logdir, start_new_session=True,
             )
@@ -520,14 +249,14 @@ class Template:
         try:
             # Not one of the cell's processes: it must not report into the cell's peaks.
             probe_env = {k: v for k, v in env.items() if k != "HARNESS_CELL_PEAKS"}
-            out = subprocess.run([sys.executable, "-m", "harness._template", "--probe"], env=probe_env,
+            out = subprocess.run([sys.executable, "-m", "harness.child.warm_server", "--probe"], env=probe_env,
                                  cwd=probe_dir, capture_output=True, text=True, timeout=60, check=True)
             data = json.loads(out.stdout)
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             raise TemplateError(f"cannot probe a fresh interpreter's sys.path: {exc}") from None
         finally:
             os.rmdir(probe_dir)
-        path = [_CWD if p == data["cwd"] else p for p in data["path"]]
+        path = [CWD_PLACEHOLDER if p == data["cwd"] else p for p in data["path"]]
         with self._lock:
             self._paths[key] = path
         return path
@@ -537,8 +266,8 @@ class Template:
         """Fork one cell from the template; returns once its pid is known.
 
         Args:
-            argv: ``sys.argv`` of the cell as ``python -m harness._cell`` would see it;
-                ``argv[0]`` is replaced by ``harness/_cell.py``'s path.
+            argv: ``sys.argv`` of the cell as ``python -m harness.child.cell`` would see it;
+                ``argv[0]`` is replaced by ``harness/child/cell.py``'s path.
             env: the cell's complete environment.
             cwd: the cell's working directory.
             stdout, stderr: files the cell's fd 1 and 2 are opened on (truncated).
@@ -562,7 +291,7 @@ class Template:
         try:
             with self._send_lock:
                 assert self._sock is not None
-                _send(self._sock, req)
+                send_message(self._sock, req)
         except OSError as exc:
             with self._lock:
                 self._children.pop(req["id"], None)
@@ -611,20 +340,3 @@ class Template:
         untrack_dir(self._logdir)
         if self._proc is not None:
             untrack(self._proc.pid)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m harness._template --serve FD`` (the template) or ``--probe`` (print sys.path)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--probe"]:
-        _probe()
-        return 0
-    if argv[:1] == ["--serve"] and len(argv) == 2:
-        _serve(int(argv[1]))
-        return 0
-    print("usage: python -m harness._template --serve FD | --probe", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -21,7 +21,7 @@ its first seconds (when a spawn child execs). Sampling a stable torch tree at th
 cost about 8 % of a core per running cell; adaptively, under 2 %.
 
 **Self-reported peaks** (Linux). Reading USS was still most of the harness's own CPU, so every
-Python process of a cell now reports its own peak when it ends (``harness/_cellsite/
+Python process of a cell now reports its own peak when it ends (``harness/child/cellsite/
 _harness_cell_peaks.py``: ``VmHWM``, the kernel's exact high-water mark of its resident set,
 and one USS reading), and :meth:`TreeSampler.absorb` merges the reports
 (:func:`read_peak_reports`) into what was sampled. With reports the sampler reads USS only
@@ -446,7 +446,7 @@ class TreeSampler:
 
 
 class PeakReport:
-    """One process's own report at exit (``harness/_cellsite/_harness_cell_peaks.py``).
+    """One process's own report at exit (``harness/child/cellsite/_harness_cell_peaks.py``).
 
     Attributes:
         ppid: its parent's pid (when it ended, or when it started for a birth marker alone).

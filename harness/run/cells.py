@@ -2,14 +2,14 @@
 
 Flow: plan cells (case × method) → launch each in its own process → sample its memory and
 enforce the timeout → kill whatever is left of its tree → classify → record. The harness
-process never imports case code; see :mod:`harness._cell` for the cell side.
+process never imports case code; see :mod:`harness.child.cell` for the cell side.
 
 Two isolation modes start a cell's process:
 
 * ``warm`` (the default on Linux): forked from a template interpreter that has already
-  imported torch (:mod:`harness._template`), so a cell costs a fork instead of an
+  imported torch (:mod:`harness.run.warm`), so a cell costs a fork instead of an
   interpreter start plus ``import torch`` (about 1.5 s).
-* ``fresh`` (Windows, macOS, or ``--isolation fresh``): ``python -m harness._cell`` in a new
+* ``fresh`` (Windows, macOS, or ``--isolation fresh``): ``python -m harness.child.cell`` in a new
   interpreter.
 
 Either way the cell leads its own session and process group, and its exit wakes the watcher
@@ -34,8 +34,11 @@ from pathlib import Path
 
 import psutil
 
-from harness._catalogue import Case
-from harness._classify import (
+from harness._options import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS
+from harness._policy import Platform, available_methods, current_os, platform_of, profile
+from harness._progress import say
+from harness.catalogue.discover import Case
+from harness.classify.classifier import (
     CLASSIFIER_VERSION,
     EVIDENCE_CHARS,
     MESSAGE_CHARS,
@@ -45,14 +48,11 @@ from harness._classify import (
     clip,
     evidence_of,
 )
-from harness._containment import child_env, reap_orphans, track, track_dir, untrack, untrack_dir
-from harness._options import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS
-from harness._outcomes import IN_PROCESS, matches_expectation
-from harness._policy import Platform, available_methods, current_os, platform_of, profile
-from harness._proctree import PEAKS_ENV, TreeSampler, kill_tree, read_peak_reports
-from harness._progress import say
-from harness._template import Template, TemplateError, WarmChild, warm_available
+from harness.classify.outcomes import IN_PROCESS, matches_expectation
 from harness.errors import UsageError
+from harness.run.containment import child_env, reap_orphans, track, track_dir, untrack, untrack_dir
+from harness.run.sampler import PEAKS_ENV, TreeSampler, kill_tree, read_peak_reports
+from harness.run.warm import Template, TemplateError, WarmChild, warm_available
 
 __all__ = [
     "CellRun",
@@ -222,7 +222,7 @@ class emulated_temp_dir:  # noqa: N801 - used like a function returning a handle
 
 
 #: The start-up hook every new interpreter in a cell imports (see its module docstring).
-CELL_SITE_DIR = Path(__file__).with_name("_cellsite")
+CELL_SITE_DIR = Path(__file__).resolve().parent.parent / "child" / "cellsite"
 #: The folder, inside a cell's work folder, its processes report their memory peaks to.
 PEAKS_FOLDER = "peaks"
 #: Whether a cell's processes report their own memory peaks (Linux: ``/proc/self``).
@@ -259,7 +259,7 @@ def cell_env(spec: CellSpec, workdir: Path, stderr_path: Path) -> dict[str, str]
 
 
 def resolve_isolation(requested: str | None = "auto") -> str:
-    """The isolation a run gets: ``warm`` where :func:`~harness._template.warm_available`, else ``fresh``.
+    """The isolation a run gets: ``warm`` where :func:`~harness.run.warm.warm_available`, else ``fresh``.
 
     Args:
         requested: ``auto`` (or ``None``), ``warm`` or ``fresh``. ``warm`` where it is not
@@ -384,7 +384,7 @@ def _become_subreaper() -> bool:
 
     A cell's helpers (resource tracker, forkserver) and killed workers outlive the cell and
     are reparented; under init they linger as zombies until init reaps them, which
-    :func:`~harness._proctree.kill_tree` would wait for (seconds, on some systems). Adopted by
+    :func:`~harness.run.sampler.kill_tree` would wait for (seconds, on some systems). Adopted by
     the harness they are reaped by that same wait at once (``prctl(2)``). Idempotent.
     """
     global _SUBREAPER
@@ -413,8 +413,8 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
 
     Args:
         spec: the cell.
-        template: fork the cell from this warm template (:mod:`harness._template`); ``None``
-            starts a fresh interpreter (``python -m harness._cell``). If the template fails,
+        template: fork the cell from this warm template (:mod:`harness.run.warm`); ``None``
+            starts a fresh interpreter (``python -m harness.child.cell``). If the template fails,
             the cell falls back to a fresh interpreter, with one warning on stderr.
         stop: when set (an interrupted run), the cell is killed as soon as it is registered.
         slot: the ``--jobs`` permit this cell holds; released early when the cell goes idle.
@@ -459,7 +459,7 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
         t0 = time.monotonic()
         with open(stderr_path, "wb") as err, open(stdout_path, "wb") as out:
             child = _FreshChild(subprocess.Popen(
-                [sys.executable, "-m", "harness._cell", *args],
+                [sys.executable, "-m", "harness.child.cell", *args],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=workdir, env=env, **kwargs,
             ))
     track(child.pid)
@@ -682,7 +682,7 @@ def run_cells(specs: list[CellSpec], runner_id: str, jobs: int,
 
     A cell holds one of ``jobs`` permits while it runs; a cell that goes idle (see
     :class:`Slot`) hands its permit to the next cell. Put the longest cells first (see
-    :func:`harness._schedule.longest_first`) so no core idles at the end.
+    :func:`harness.run.schedule.longest_first`) so no core idles at the end.
 
     Args:
         specs: the cells, in start order.
@@ -692,7 +692,7 @@ def run_cells(specs: list[CellSpec], runner_id: str, jobs: int,
         stop: set it to stop starting cells; running cells are killed and not recorded.
         isolation: ``auto`` (warm where available), ``warm`` or ``fresh``; ignored when
             ``template`` is given.
-        template: a started :class:`~harness._template.Template` to fork cells from; the
+        template: a started :class:`~harness.run.warm.Template` to fork cells from; the
             caller closes it. Without one, a warm run starts and closes its own.
         park_idle: let an idle cell hand its permit on (see :class:`Slot`); ``False`` keeps
             at most ``jobs`` cells alive at any time (``jobs=1``: strictly one after another).

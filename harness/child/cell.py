@@ -1,6 +1,6 @@
 """The cell process: run one case under one start method and write what happened.
 
-This module runs *inside* the isolated cell process (``python -m harness._cell SPEC``), never
+This module runs *inside* the isolated cell process (``python -m harness.child.cell SPEC``), never
 in the harness process. It forces the start method with
 ``multiprocessing.set_start_method(method, force=True)``, so a ``DataLoader`` without an
 explicit ``multiprocessing_context`` uses it, exactly as the platform default would
@@ -45,7 +45,7 @@ def _write_json(path: str, data: dict) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f)
-    from harness._fileio import replace_file
+    from harness.child.fileio import replace_file
 
     replace_file(tmp, path)
 
@@ -60,7 +60,7 @@ def _text(obj: object, limit: int = MESSAGE_LIMIT) -> str:
         text = str(obj)
     except BaseException as exc:  # noqa: BLE001 - user code: any failure is data
         return f"<str() failed: {type(exc).__name__}>"
-    # The same note as harness._classify.clip, which adds what was cut here to its count.
+    # The same note as harness.classify.classifier.clip, which adds what was cut here to its count.
     return text if len(text) <= limit else f"{text[:limit]} [… {len(text) - limit} characters cut]"
 
 
@@ -219,7 +219,7 @@ def run_spec(spec: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m harness._cell SPEC_JSON RESULT_PATH``."""
+    """Entry point: ``python -m harness.child.cell SPEC_JSON RESULT_PATH``."""
     argv = sys.argv[1:] if argv is None else argv
     spec = json.loads(argv[0])
     result = run_spec(spec)

@@ -1,0 +1,15 @@
+"""Running: every cell of the catalogue in its own isolated process, and its verdict.
+
+* :mod:`~harness.run.pipeline`: ``harness run`` as named steps: select -> plan -> order ->
+  start the template -> run -> save -> summarise.
+* :mod:`~harness.run.cells`: a cell's plan (:class:`~harness.run.cells.CellSpec`), launching and
+  watching one cell process, its record, and the pool that runs ``--jobs`` cells at a time.
+* :mod:`~harness.run.schedule`: the order that keeps every core busy (longest first).
+* :mod:`~harness.run.warm`: the harness's handle on the warm template that forks cells.
+* :mod:`~harness.run.sampler`: each cell's process tree: workers seen, memory peaks, killing.
+* :mod:`~harness.run.containment`: nothing a cell starts outlives the harness.
+* :mod:`~harness.run.inputs`: the content hash of a cell's inputs (``harness run --changed``).
+
+The code that runs *inside* the cell processes lives in :mod:`harness.child`; classifying
+what a cell did lives in :mod:`harness.classify`; writing shards in :mod:`harness.shard`.
+"""

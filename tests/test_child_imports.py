@@ -1,0 +1,52 @@
+"""The rule of :mod:`harness.child`: code that runs in another process imports nothing of the
+harness outside that package, except the public case API :mod:`harness.case`.
+
+Checked on the source (every ``import``/``from`` statement, at any depth, with ``ast``), and
+on a real interpreter: importing each module must not load any other ``harness`` module.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import harness.child
+
+CHILD = Path(harness.child.__file__).parent
+ALLOWED = ("harness.child", "harness.case")
+MODULES = sorted(p for p in CHILD.rglob("*.py"))
+
+
+def _imports(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(CHILD)))
+def test_a_child_module_imports_nothing_else_of_the_harness(path):
+    bad = [n for n in _imports(path)
+           if (n == "harness" or n.startswith("harness.")) and not n.startswith(ALLOWED)
+           and n != "harness"]  # ``import harness.child`` imports the package only
+    assert not bad, f"{path} imports {bad}"
+
+
+def test_importing_the_child_modules_loads_no_other_harness_module():
+    code = (
+        "import sys, importlib\n"
+        "for m in ('harness.child.cell', 'harness.child.warm_server', 'harness.child.watchdog',"
+        " 'harness.child.fileio'):\n"
+        "    importlib.import_module(m)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('harness')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    loaded = eval(out.stdout)  # noqa: S307 - our own printed list of module names
+    assert [m for m in loaded if m != "harness" and not m.startswith(ALLOWED)] == []
