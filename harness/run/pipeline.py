@@ -9,17 +9,21 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
+from typing import Any
 
 from harness._options import resolve_start_method
+from harness._policy import Platform
 from harness._policy import profile as _profile
 from harness._progress import Progress, say
-from harness.catalogue.discover import Case, CatalogueError, open_catalogue, select
+from harness.catalogue.discover import Case, Catalogue, CatalogueError, open_catalogue, select
 from harness.classify.outcomes import METHODS
 from harness.errors import Interrupted, UsageError
 from harness.run.cells import (
     DEFAULT_WORKERS,
+    CellSpec,
     emulated_temp_dir,
     kill_live_cells,
     mark_broken,
@@ -35,7 +39,7 @@ from harness.run.warm import Template
 from harness.shard.format import ShardError, read_shard, runner_info, shard_filename
 from harness.shard.save import SaveError, ShardWriter, set_aside
 
-__all__ = ["SAVE_EVERY_S", "case_table", "resolve_timeout_scale", "run_catalogue"]
+__all__ = ["SAVE_EVERY_S", "RunOptions", "case_table", "resolve_timeout_scale", "run_catalogue"]
 
 #: Seconds between two writes of the partial shard while cells finish (plus one at the end
 #: and one on interrupt): rewriting hundreds of records after every cell costs seconds.
@@ -170,160 +174,290 @@ def run_catalogue(
             nothing, an unusable catalogue, nothing to resume), one line.
         Interrupted: stopped by a signal, after the partial shard was written (exit 130).
     """
-    def fail(line: str) -> NoReturn:
-        raise UsageError(line)
+    options = RunOptions(
+        patterns=patterns, families=families, methods=methods, out_dir=Path(out_dir),
+        timeout_s=timeout_s, jobs=jobs, catalogue_dir=catalogue_dir, num_workers=num_workers,
+        isolation=isolation, resume=resume, changed=changed, profile=profile,
+        timeout_scale=timeout_scale,
+    )
+    state = _Run(options)
+    for step in (_check_options, _select, _plan, _reuse_previous, _order):
+        step(state)
+    code = _execute(state)
+    if code is not None:
+        return code
+    return _summarise(state)
 
-    if changed and resume:
-        return fail("--changed and --resume: choose one")
-    for m in methods or ():
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What ``harness run`` was asked for (see :func:`run_catalogue` for each field)."""
+
+    patterns: list[str] | None
+    families: list[str] | None
+    methods: list[str] | None
+    out_dir: Path
+    timeout_s: float
+    jobs: int | None
+    catalogue_dir: Path | list[Path] | None
+    num_workers: int
+    isolation: str | None
+    resume: bool
+    changed: bool
+    profile: str | None
+    timeout_scale: float | None
+
+
+@dataclass
+class _Run:
+    """What the steps of one ``harness run`` share: its options, then what each step made."""
+
+    options: RunOptions
+    mode: str = "fresh"  # the isolation this run gets
+    emulating: Platform | None = None
+    scale: float = 1.0
+    catalogue: Catalogue | None = None
+    cases: list[Case] = field(default_factory=list)
+    jobs: int = 1
+    runner: dict[str, Any] = field(default_factory=dict)
+    shard_path: Path = Path()
+    previous: dict[str, Any] | None = None
+    problem: str | None = None  # why the shard already in --out is unreadable
+    specs: list[CellSpec] = field(default_factory=list)
+    owned: set[tuple[str, str]] = field(default_factory=set)  # every cell this selection owns
+    records: list[dict[str, Any]] = field(default_factory=list)  # this run's and kept results
+    inputs: dict[tuple[str, str], str] = field(default_factory=dict)
+    gone: list[str] = field(default_factory=list)  # cases of the old shard no longer in the catalogue
+    expected: dict[tuple[str, str], float] = field(default_factory=dict)
+    merged: list[dict[str, Any]] = field(default_factory=list)  # the shard's results when done
+    wall_s: float = 0.0
+
+    @property
+    def cases_by_id(self) -> dict[str, Case]:
+        assert self.catalogue is not None
+        return {c.id: c for c in self.catalogue.cases}
+
+
+def _say(line: str) -> None:
+    say(line, command="run")
+
+
+def _check_options(state: _Run) -> None:
+    """Reject contradictory or malformed options before anything runs."""
+    o = state.options
+    if o.changed and o.resume:
+        raise UsageError("--changed and --resume: choose one")
+    for m in o.methods or ():
         resolve_start_method(m, platforms=False)
     try:
-        mode = resolve_isolation(isolation)
+        state.mode = resolve_isolation(o.isolation)
     except ValueError as exc:
-        return fail(f"--isolation: {exc}")
-    try:
-        emulating = _profile(profile) if profile else None
-        scale = resolve_timeout_scale(timeout_scale)
-    except ValueError as exc:
-        return fail(str(exc))
-    if isolation == "warm" and mode != "warm":
-        say("--isolation warm needs Linux; cells start fresh interpreters here", command="run")
-    try:
-        catalogue = open_catalogue(catalogue_dir)
-    except CatalogueError as exc:
-        return fail(str(exc))
-    # A broken case module is named first, so that selecting it by its id shows why it is
-    # not there, not only that the id "matches no case".
-    for line in catalogue.errors:
-        say(line, command="run")
-    try:
-        cases = select(catalogue.cases, patterns, families)
-    except CatalogueError as exc:
-        hint = f" ({len(catalogue.errors)} case module(s) could not be read: see above)" if catalogue.errors else ""
-        return fail(f"{exc}{hint}")
-    if not cases:
-        return fail("no cases selected")
-    try:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return fail(f"--out {out_dir}: cannot create the shard directory ({exc.strerror or exc})")
-    jobs = jobs or _usable_cpus()
-    runner = runner_info(emulating, isolation=mode, timeout_s=timeout_s, timeout_scale=scale)
-    shard_path = Path(out_dir) / shard_filename(runner)
-    previous, problem = _previous_shard(shard_path)
-    specs = plan(cases, methods or METHODS, timeout_s, num_workers, timeout_scale=scale,
-                 profile=emulating.id if emulating else None)
-    by_id = {c.id for c in catalogue.cases}
-    table = case_table(cases)
-    owned = {s.key for s in specs}
-    records: list[dict] = []
-    if resume:
-        if previous is None:
-            return fail(f"--resume: {problem or f'{shard_path}: no shard to resume'}")
-        old = previous["runner"]
-        for key, value in (("isolation", mode), ("timeout_s", timeout_s), ("timeout_scale", scale)):
-            if key in old and old[key] != value:
-                return fail(f"--resume: {shard_path} was run with {key} {old[key]!r}, "
-                            f"not {value!r}; resume with the same options")
-        runner = dict(old)
-        records = [r for r in previous["results"] if r["case"] in by_id and (r["case"], r["method"]) in owned]
-        finished = {(r["case"], r["method"]) for r in records}
-        specs = [s for s in specs if s.key not in finished]
-    elif problem:
-        moved = set_aside(shard_path)
-        say(f"{problem}; kept as {moved.name}, not overwritten", command="run")
-    hasher = InputHasher(runner)
-    inputs = {s.key: hasher.cell(s.case, s.method, s.num_workers, s.timeout_s) for s in specs}
-    if changed:
-        before = {(r["case"], r["method"]): r for r in (previous or {}).get("results", ())}
-        same = [before[s.key] for s in specs if s.key in before and before[s.key].get("inputs") == inputs[s.key]]
-        records = [{**r, "carried_over": True} for r in same]
-        unchanged = {(r["case"], r["method"]) for r in same}
-        specs = [s for s in specs if s.key not in unchanged]
-        say(f"--changed: {len(unchanged)} cell(s) unchanged since they were observed, kept; "
-            f"{len(specs)} to run", command="run")
-    gone = sorted({r["case"] for r in (previous or {}).get("results", ()) if r["case"] not in by_id})
-    if gone:
-        say(f"dropping the results of {len(gone)} case(s) no longer in the catalogue: "
-            f"{', '.join(gone[:10])}{' ...' if len(gone) > 10 else ''}", command="run")
-    kept = sum(1 for r in (previous or {}).get("results", ()) if r["case"] in by_id
-               and (r["case"], r["method"]) not in owned)
-    if kept and not resume:
-        # A narrower run (--cases, --start-method) replaces only the cells it runs: the other cells
-        # already observed in this runner's shard are kept, never silently dropped.
-        say(f"keeping {kept} cell(s) of {shard_path} that this selection does not run", command="run")
-    writer = ShardWriter(shard_path, runner=runner, table=table, owned=owned, initial=previous,
-                         drop_cases=set(gone), warn=lambda line: say(line, command="run"))
-    known = durations(previous)
-    specs = longest_first(specs, known)
-    expected = {s.key: estimate(s, known) for s in specs}
-    planned = len(records) + len(specs)
-    lock = threading.Lock()
-    stop = threading.Event()
-    last_save = [0.0]
-    save_failed: list[str] = []
+        raise UsageError(f"--isolation: {exc}") from None
+    state.emulating = _profile(o.profile) if o.profile else None
+    state.scale = resolve_timeout_scale(o.timeout_scale)
+    if o.isolation == "warm" and state.mode != "warm":
+        _say("--isolation warm needs Linux; cells start fresh interpreters here")
 
-    def save(finished: bool, finalize=None) -> list[dict] | None:
-        with lock:
-            mine = list(records)
+
+def _select(state: _Run) -> None:
+    """Open the catalogue and select the cases; a broken case module is named first, so that
+    selecting it by its id shows why it is not there, not only that the id matches nothing."""
+    o = state.options
+    try:
+        state.catalogue = open_catalogue(o.catalogue_dir)
+    except CatalogueError as exc:
+        raise UsageError(str(exc)) from None
+    for line in state.catalogue.errors:
+        _say(line)
+    try:
+        state.cases = select(state.catalogue.cases, o.patterns, o.families)
+    except CatalogueError as exc:
+        errors = state.catalogue.errors
+        hint = f" ({len(errors)} case module(s) could not be read: see above)" if errors else ""
+        raise UsageError(f"{exc}{hint}") from None
+    if not state.cases:
+        raise UsageError("no cases selected")
+
+
+def _plan(state: _Run) -> None:
+    """The runner, its shard's path and what is already there, and one spec per cell."""
+    o = state.options
+    try:
+        o.out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {o.out_dir}: cannot create the shard directory ({exc.strerror or exc})") from None
+    state.jobs = o.jobs or _usable_cpus()
+    state.runner = runner_info(state.emulating, isolation=state.mode, timeout_s=o.timeout_s,
+                               timeout_scale=state.scale)
+    state.shard_path = o.out_dir / shard_filename(state.runner)
+    state.previous, state.problem = _previous_shard(state.shard_path)
+    state.specs = plan(state.cases, o.methods or METHODS, o.timeout_s, o.num_workers,
+                       timeout_scale=state.scale,
+                       profile=state.emulating.id if state.emulating else None)
+    state.owned = {s.key for s in state.specs}
+
+
+def _previous_results(state: _Run) -> list[dict[str, Any]]:
+    return list((state.previous or {}).get("results", ()))
+
+
+def _resume(state: _Run) -> None:
+    """``--resume``: keep the old shard's results of this selection, run only what it lacks."""
+    o = state.options
+    if state.previous is None:
+        raise UsageError(f"--resume: {state.problem or f'{state.shard_path}: no shard to resume'}")
+    old = state.previous["runner"]
+    for key, value in (("isolation", state.mode), ("timeout_s", o.timeout_s), ("timeout_scale", state.scale)):
+        if key in old and old[key] != value:
+            raise UsageError(f"--resume: {state.shard_path} was run with {key} {old[key]!r}, "
+                             f"not {value!r}; resume with the same options")
+    state.runner = dict(old)
+    by_id = state.cases_by_id
+    state.records = [r for r in _previous_results(state)
+                     if r["case"] in by_id and (r["case"], r["method"]) in state.owned]
+    finished = {(r["case"], r["method"]) for r in state.records}
+    state.specs = [s for s in state.specs if s.key not in finished]
+
+
+def _keep_unchanged(state: _Run) -> None:
+    """``--changed``: keep every cell whose inputs hash equals its record's, run the rest."""
+    before = {(r["case"], r["method"]): r for r in _previous_results(state)}
+    same = [before[s.key] for s in state.specs
+            if s.key in before and before[s.key].get("inputs") == state.inputs[s.key]]
+    state.records = [{**r, "carried_over": True} for r in same]
+    unchanged = {(r["case"], r["method"]) for r in same}
+    state.specs = [s for s in state.specs if s.key not in unchanged]
+    _say(f"--changed: {len(unchanged)} cell(s) unchanged since they were observed, kept; "
+         f"{len(state.specs)} to run")
+
+
+def _reuse_previous(state: _Run) -> None:
+    """What the shard already in ``--out`` contributes: resumed or unchanged cells, the cells
+    a narrower selection keeps; an unreadable one is set aside, never overwritten."""
+    o = state.options
+    if o.resume:
+        _resume(state)
+    elif state.problem:
+        moved = set_aside(state.shard_path)
+        _say(f"{state.problem}; kept as {moved.name}, not overwritten")
+    hasher = InputHasher(state.runner)
+    state.inputs = {s.key: hasher.cell(s.case, s.method, s.num_workers, s.timeout_s) for s in state.specs}
+    if o.changed:
+        _keep_unchanged(state)
+    by_id = state.cases_by_id
+    state.gone = sorted({r["case"] for r in _previous_results(state) if r["case"] not in by_id})
+    if state.gone:
+        _say(f"dropping the results of {len(state.gone)} case(s) no longer in the catalogue: "
+             f"{', '.join(state.gone[:10])}{' ...' if len(state.gone) > 10 else ''}")
+    kept = sum(1 for r in _previous_results(state)
+               if r["case"] in by_id and (r["case"], r["method"]) not in state.owned)
+    if kept and not o.resume:
+        # A narrower run (--cases, --start-method) replaces only the cells it runs: the other
+        # cells already observed in this runner's shard are kept, never silently dropped.
+        _say(f"keeping {kept} cell(s) of {state.shard_path} that this selection does not run")
+
+
+def _order(state: _Run) -> None:
+    """Longest cells first, by the durations the old shard recorded (:mod:`harness.run.schedule`)."""
+    known = durations(state.previous)
+    state.specs = longest_first(state.specs, known)
+    state.expected = {s.key: estimate(s, known) for s in state.specs}
+
+
+class _Cells:
+    """Runs the planned cells, saving the shard as they finish (:data:`SAVE_EVERY_S`) and once
+    more at the end or on an interrupt."""
+
+    def __init__(self, state: _Run) -> None:
+        self.state = state
+        self.writer = ShardWriter(state.shard_path, runner=state.runner,
+                                  table=case_table(state.cases), owned=state.owned,
+                                  initial=state.previous, drop_cases=set(state.gone), warn=_say)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.last_save = 0.0
+        self.save_failed: list[str] = []
+        self.progress = Progress(total=len(state.specs), expected_s=list(state.expected.values()),
+                                 done=len(state.records), jobs=state.jobs)
+
+    def save(self, finished: bool,
+             finalize: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]] | None:
+        """Merge this run's records into the shard on disk; ``None`` if it could not be written
+        (said once per distinct error)."""
+        with self.lock:
+            mine = list(self.state.records)
         try:
-            merged = writer.save(mine, finished=finished, finalize=finalize)
+            merged = self.writer.save(mine, finished=finished, finalize=finalize)
         except SaveError as exc:
-            if str(exc) not in save_failed:
-                save_failed.append(str(exc))
-                say(str(exc), command="run")
+            if str(exc) not in self.save_failed:
+                self.save_failed.append(str(exc))
+                _say(str(exc))
             return None
         finally:
-            last_save[0] = time.monotonic()
-        save_failed.clear()
+            self.last_save = time.monotonic()
+        self.save_failed.clear()
         return merged
 
-    progress = Progress(total=len(specs), expected_s=list(expected.values()),
-                        done=len(records), jobs=jobs)
-
-    def done(rec: dict) -> None:
-        rec["inputs"] = inputs[(rec["case"], rec["method"])]
+    def done(self, rec: dict[str, Any]) -> None:
+        """One cell finished: stamp it, count it, save now and then."""
+        key = (rec["case"], rec["method"])
+        rec["inputs"] = self.state.inputs[key]
         rec["observed_utc"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        with lock:
-            records.append(rec)
-        progress.advance(rec, expected[(rec["case"], rec["method"])])
-        if time.monotonic() - last_save[0] >= SAVE_EVERY_S:
-            save(finished=False)
+        with self.lock:
+            self.state.records.append(rec)
+        self.progress.advance(rec, self.state.expected[key])
+        if time.monotonic() - self.last_save >= SAVE_EVERY_S:
+            self.save(finished=False)
 
-    def interrupt(signum, frame):  # noqa: ARG001
-        # The first signal stops the run; more signals while it cleans up (a second Ctrl-C)
-        # are ignored, so the cleanup that kills every cell and writes the shard completes.
-        if stop.is_set():
+    def interrupt(self, signum: int, frame: object) -> None:
+        """Signal handler: the first signal stops the run; more signals while it cleans up (a
+        second Ctrl-C) are ignored, so the cleanup that kills every cell and writes the shard
+        completes."""
+        if self.stop.is_set():
             return
-        stop.set()
+        self.stop.set()
         raise KeyboardInterrupt
 
-    handled = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
+    def run(self, template: Template | None) -> None:
+        """Run every planned cell (:func:`~harness.run.cells.run_cells`); on an interrupt kill
+        them all, save the partial shard and raise :class:`~harness.errors.Interrupted`."""
+        state = self.state
+        try:
+            if template is not None:
+                template.start()
+            with self.progress:
+                run_cells(state.specs, state.runner["id"], state.jobs, on_done=self.done,
+                          stop=self.stop, isolation=state.mode, template=template)
+            state.runner["overhead_cpu_s"] = _overhead_cpu_s(template)
+        except KeyboardInterrupt:
+            self.stop.set()
+            kill_live_cells()
+            if template is not None:
+                template.close()
+            self.save(finished=False)
+            planned = len(state.records) + len(state.specs)
+            raise Interrupted(f"interrupted; partial shard with {len(state.records)} of {planned} cells "
+                              f"written to {state.shard_path}; continue with --resume") from None
+
+
+_HANDLED = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
+
+
+def _execute(state: _Run) -> int | None:
+    """Run the cells with the run's signal handlers, the emulated temp folder and the warm
+    template in place, then save the finished shard; an exit code if nothing could be saved."""
+    cells = _Cells(state)
     old_handlers = {}
     if threading.current_thread() is threading.main_thread():
-        old_handlers = {sig: signal.signal(sig, interrupt) for sig in handled}
-    if save(finished=False) is None:  # nothing is run that could not be saved
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
-        return 2
-    long_temp = emulated_temp_dir(emulating) if emulating and specs else None
-    template = Template() if mode == "warm" and specs else None
-    t0 = time.monotonic()
+        old_handlers = {sig: signal.signal(sig, cells.interrupt) for sig in _HANDLED}
+    long_temp = template = None
     try:
-        if template is not None:
-            template.start()
-        with progress:
-            run_cells(specs, runner["id"], jobs, on_done=done, stop=stop, isolation=mode,
-                      template=template)
-        runner["overhead_cpu_s"] = _overhead_cpu_s(template)
-    except KeyboardInterrupt:
-        stop.set()
-        kill_live_cells()
-        if template is not None:
-            template.close()
-        save(finished=False)
-        raise Interrupted(f"interrupted; partial shard with {len(records)} of {planned} cells "
-                          f"written to {shard_path}; continue with --resume") from None
+        if cells.save(finished=False) is None:  # nothing is run that could not be saved
+            return 2
+        long_temp = emulated_temp_dir(state.emulating) if state.emulating and state.specs else None
+        template = Template() if state.mode == "warm" and state.specs else None
+        t0 = time.monotonic()
+        cells.run(template)
     finally:
         if template is not None:
             template.close()
@@ -331,31 +465,46 @@ def run_catalogue(
             long_temp.close()
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
-    fresh = sum(1 for r in records if r.get("isolation") == "fresh")
-    if mode == "warm" and fresh:
-        say(f"the warm template failed during the run; {fresh} cell(s) ran in fresh "
-            "interpreters (each record says which)", command="run")
-        runner["isolation_fallback"] = {"fresh_cells": fresh}
-    broken_lines: list[str] = []
-    cases_by_id = {c.id: c for c in catalogue.cases}
-    merged = save(finished=True, finalize=lambda rs: broken_lines.extend(
-        mark_broken([r for r in rs if r["case"] in cases_by_id], cases_by_id)))
-    for line in broken_lines:
-        say(line, command="run")
-    wall = time.monotonic() - t0
+    merged = _finish(state, cells)
+    state.wall_s = time.monotonic() - t0
     if merged is None:
         return 2
-    # A broken case is a defect of the case (named above, one line each), not a start-method
-    # finding, so its cells are not listed as mismatches; it still makes the run fail.
+    state.merged = merged
+    return None
+
+
+def _finish(state: _Run, cells: _Cells) -> list[dict[str, Any]] | None:
+    """Record a warm run's fallback to fresh cells, mark broken cases, save the finished shard."""
+    fresh = sum(1 for r in state.records if r.get("isolation") == "fresh")
+    if state.mode == "warm" and fresh:
+        _say(f"the warm template failed during the run; {fresh} cell(s) ran in fresh "
+             "interpreters (each record says which)")
+        state.runner["isolation_fallback"] = {"fresh_cells": fresh}
+    broken_lines: list[str] = []
+    by_id = state.cases_by_id
+    merged = cells.save(finished=True, finalize=lambda rs: broken_lines.extend(
+        mark_broken([r for r in rs if r["case"] in by_id], by_id)))
+    for line in broken_lines:
+        _say(line)
+    return merged
+
+
+def _summarise(state: _Run) -> int:
+    """The verdict line, one line per contradiction, and the exit code."""
+    # A broken case is a defect of the case (named when the shard was saved), not a
+    # start-method finding, so its cells are not listed as mismatches; it still fails the run.
+    merged = state.merged
     broken = sorted({r["case"] for r in merged if r.get("broken")})
     bad = [r for r in merged if not r["matches"] and not r.get("broken")]
-    say(f"{len(records)} cells in {wall:.1f} s on {jobs} job(s), {mode} isolation; "
+    say(f"{len(state.records)} cells in {state.wall_s:.1f} s on {state.jobs} job(s), {state.mode} isolation; "
         f"{len(bad)} of {len(merged)} in the shard contradict expectations"
-        f"{f', {len(broken)} broken case(s)' if broken else ''}; shard: {shard_path}", stream=sys.stdout, command="run")
+        f"{f', {len(broken)} broken case(s)' if broken else ''}; shard: {state.shard_path}",
+        stream=sys.stdout, command="run")
     for r in bad:
         say(f"  MISMATCH {r['case']} [{r['method']}]: expected {r['expected']}"
             f"{'/' + r['expected_kind'] if r.get('expected_kind') else ''}, observed {r['outcome']}"
             f"{'/' + r['kind'] if r['kind'] else ''}: {r['root_cause'] or r['message']}", stream=sys.stdout)
-    if catalogue.errors:
+    assert state.catalogue is not None
+    if state.catalogue.errors:
         return 2
     return 1 if bad or broken else 0
