@@ -169,7 +169,8 @@ def run_naive(selection: list[str]) -> dict:
     from harness._cli import build_parser
     from harness.catalogue.discover import discover, select
     from harness.classify.outcomes import METHODS
-    from harness.run.cells import plan, run_cells
+    from harness.run.plan import plan
+    from harness.run.pool import run_cells
 
     args = build_parser().parse_args(["run", *selection])
     cases = select(discover(args.catalogue).cases, args.cases, args.families)

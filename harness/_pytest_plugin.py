@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from harness._diagnose import Diagnosis
     from harness._policy import Platform
-    from harness.run.cells import emulated_temp_dir
+    from harness.run.plan import emulated_temp_dir
 
 __all__ = ["assert_spawn_safe", "pytest_addoption", "pytest_configure", "pytest_unconfigure"]
 
@@ -141,7 +141,7 @@ def _apply_profile(emulating: Platform) -> None:
     import os
 
     global _TEMP_DIR
-    from harness.run.cells import CELL_SITE_DIR, emulated_temp_dir
+    from harness.run.plan import CELL_SITE_DIR, emulated_temp_dir
 
     os.environ["HARNESS_SHARING_STRATEGY"] = emulating.sharing_strategy
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")) if p)

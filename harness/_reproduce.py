@@ -1,7 +1,7 @@
 """``harness reproduce``: run a user's script as ``__main__`` under a forced start method.
 
 The script runs exactly like a catalogue script case: in a fresh interpreter and process
-group (:func:`harness.run.cells.launch_cell`), with ``multiprocessing.set_start_method(method,
+group (:func:`harness.run.launch.launch_cell`), with ``multiprocessing.set_start_method(method,
 force=True)`` applied first and the script executed by ``runpy.run_path(path,
 run_name="__main__")`` (:mod:`harness.child.cell`), so spawn and forkserver workers re-import it as
 ``__mp_main__`` just as they would on Windows, macOS or Linux with Python 3.14. The watchdog
@@ -28,19 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness._escape import terminal
-from harness._options import DEFAULT_TIMEOUT_S, resolve_start_method
+from harness._options import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, resolve_start_method
 from harness._policy import PROFILES
 from harness.catalogue.discover import Case, default_catalogue_dir
 from harness.classify.classifier import Verdict, classify
 from harness.classify.outcomes import METHODS, outcome_label
 from harness.errors import Interrupted, UsageError
-from harness.run.cells import (
-    DEFAULT_WORKERS,
-    CellSpec,
-    emulated_temp_dir,
-    kill_live_cells,
-    launch_cell,
-)
+from harness.run.launch import kill_live_cells, launch_cell
+from harness.run.plan import CellSpec, emulated_temp_dir
 
 __all__ = ["Reproduction", "ScriptSpec", "classify_command", "hint_for", "python_note", "reproduce",
            "reproduce_command"]

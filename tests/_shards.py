@@ -27,7 +27,7 @@ def derive(shard: dict, *, os_name: str, python: str, torch: str | None = None,
     """A copy of ``shard`` as if run on another runner.
 
     Cells under a start method missing from ``methods`` become ``unsupported``, as
-    ``harness.run.cells.run_one`` records them; everything else keeps its observed values.
+    ``harness.run.records.run_one`` records them; everything else keeps its observed values.
     """
     out = copy.deepcopy(shard)
     runner = out["runner"]

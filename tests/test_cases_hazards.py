@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from harness.catalogue.discover import discover, select
-from harness.run.cells import plan, run_one
+from harness.run.plan import plan
+from harness.run.records import run_one
 
 FORK_WARNING = "is multi-threaded, use of fork() may lead to deadlocks in the child"
 

@@ -21,7 +21,8 @@ import sys
 import pytest
 
 from harness.catalogue.discover import discover, select
-from harness.run.cells import plan, run_one
+from harness.run.plan import plan
+from harness.run.records import run_one
 
 pytestmark = [
     pytest.mark.catalogue,

@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from harness.catalogue.discover import discover, select
-from harness.run.cells import plan, run_one
+from harness.run.plan import plan
+from harness.run.records import run_one
 
 CASES = discover().cases
 SPAWN_PRELUDE = "import multiprocessing\nmultiprocessing.set_start_method('spawn')\n"

@@ -7,7 +7,7 @@ cell and both outcomes; a passing cell must also carry its costs. ``skipped`` (a
 precondition such as CUDA) and ``unsupported`` (no such start method here) cells are reported
 as pytest skips, never as passes.
 
-Cells run through :func:`harness.run.cells.run_one`, exactly as ``harness run`` runs them:
+Cells run through :func:`harness.run.records.run_one`, exactly as ``harness run`` runs them:
 forked from one warm template per test process where that is available (Linux), else a fresh
 interpreter per cell.
 """
@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import pytest
 
+from harness._options import DEFAULT_TIMEOUT_S
 from harness.catalogue.discover import discover
 from harness.classify.outcomes import IN_PROCESS, METHODS
-from harness.run.cells import DEFAULT_TIMEOUT_S, CellSpec, plan, resolve_isolation, run_one
+from harness.run.plan import CellSpec, plan, resolve_isolation
+from harness.run.records import run_one
 from harness.run.warm import Template
 
 pytestmark = pytest.mark.catalogue

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import textwrap
 
-from harness.run.cells import CELL_SITE_DIR
+from harness.run.plan import CELL_SITE_DIR
 
 # A script whose spawn child dies unpickling its target: the function only exists in the
 # parent's __main__ (defined inside the main guard), the catalogue's main-attribute pattern.

@@ -94,7 +94,8 @@ def test_launch_cell_ends_adopted_daemons_before_it_returns(tmp_path, monkeypatc
     """In the harness process itself: when launch_cell returns, the daemon its cell
     double-forked (re-parented to this subreaper) is already gone."""
     from harness.catalogue.discover import discover, select
-    from harness.run.cells import launch_cell, plan
+    from harness.run.launch import launch_cell
+    from harness.run.plan import plan
 
     marker = tmp_path / "marker"
     marker.mkdir()
@@ -110,8 +111,8 @@ def test_launch_cell_ends_adopted_daemons_before_it_returns(tmp_path, monkeypatc
 
 
 def test_reap_orphans_kills_adopted_daemons_that_carry_the_token(tmp_path):
-    from harness.run.cells import _become_subreaper
     from harness.run.containment import child_env, reap_orphans
+    from harness.run.launch import _become_subreaper
 
     assert _become_subreaper()
     pidfile = tmp_path / "daemon.pid"

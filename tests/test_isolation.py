@@ -20,7 +20,8 @@ from conftest import processes_with_env
 
 from harness.catalogue.discover import discover, select
 from harness.classify.outcomes import METHODS
-from harness.run.cells import plan, resolve_isolation, run_cells
+from harness.run.plan import plan, resolve_isolation
+from harness.run.pool import run_cells
 from harness.run.warm import Template, warm_available
 
 pytestmark = pytest.mark.skipif(not warm_available(), reason="warm starts exist on Linux only")

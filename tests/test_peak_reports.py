@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from harness.run.cells import CELL_SITE_DIR
+from harness.run.plan import CELL_SITE_DIR
 from harness.run.sampler import TreeSampler, read_peak_reports
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reports read /proc/self")

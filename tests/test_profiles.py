@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness._policy import PROFILES, available_methods, platform_of, profile
-from harness.run.cells import SHORT_TEMP_ROOT, cell_temp_root
+from harness.run.plan import SHORT_TEMP_ROOT, cell_temp_root
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="emulation runs on Linux")
 

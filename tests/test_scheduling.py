@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from harness.catalogue.discover import discover
-from harness.run.cells import plan
+from harness.run.plan import plan
 from harness.run.schedule import DEFAULT_ESTIMATE_S, durations, estimate, longest_first
 
 FIXTURES = Path(__file__).parent / "fixture_cases"

@@ -2,8 +2,12 @@
 
 * :mod:`~harness.run.pipeline`: ``harness run`` as named steps: select -> plan -> order ->
   start the template -> run -> save -> summarise.
-* :mod:`~harness.run.cells`: a cell's plan (:class:`~harness.run.cells.CellSpec`), launching and
-  watching one cell process, its record, and the pool that runs ``--jobs`` cells at a time.
+* :mod:`~harness.run.plan`: the cells (:class:`~harness.run.plan.CellSpec`, case x start method)
+  and each cell process's environment.
+* :mod:`~harness.run.launch`: starting and watching one cell process, fresh or warm, and
+  cleaning up after it.
+* :mod:`~harness.run.records`: a cell's verdict matched against its expectation, as a record.
+* :mod:`~harness.run.pool`: ``--jobs`` cells at a time.
 * :mod:`~harness.run.schedule`: the order that keeps every core busy (longest first).
 * :mod:`~harness.run.warm`: the harness's handle on the warm template that forks cells.
 * :mod:`~harness.run.sampler`: each cell's process tree: workers seen, memory peaks, killing.

@@ -14,25 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness._options import resolve_start_method
+from harness._options import DEFAULT_WORKERS, resolve_start_method
 from harness._policy import Platform
 from harness._policy import profile as _profile
 from harness._progress import Progress, say
 from harness.catalogue.discover import Case, Catalogue, CatalogueError, open_catalogue, select
 from harness.classify.outcomes import METHODS
 from harness.errors import Interrupted, UsageError
-from harness.run.cells import (
-    DEFAULT_WORKERS,
-    CellSpec,
-    emulated_temp_dir,
-    kill_live_cells,
-    mark_broken,
-    plan,
-    resolve_isolation,
-    run_cells,
-)
 from harness.run.containment import watchdog_cpu_s
 from harness.run.inputs import InputHasher
+from harness.run.launch import kill_live_cells
+from harness.run.plan import CellSpec, emulated_temp_dir, plan, resolve_isolation
+from harness.run.pool import run_cells
+from harness.run.records import mark_broken
 from harness.run.sampler import peak_report_cpu_s
 from harness.run.schedule import durations, estimate, longest_first
 from harness.run.warm import Template
@@ -419,7 +413,7 @@ class _Cells:
         raise KeyboardInterrupt
 
     def run(self, template: Template | None) -> None:
-        """Run every planned cell (:func:`~harness.run.cells.run_cells`); on an interrupt kill
+        """Run every planned cell (:func:`~harness.run.pool.run_cells`); on an interrupt kill
         them all, save the partial shard and raise :class:`~harness.errors.Interrupted`."""
         state = self.state
         try:

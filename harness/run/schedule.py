@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 
-from harness.run.cells import CellSpec
+from harness.run.plan import CellSpec
 
 __all__ = ["DEFAULT_ESTIMATE_S", "durations", "estimate", "longest_first"]
 

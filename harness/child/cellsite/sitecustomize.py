@@ -1,6 +1,6 @@
 """Start-up hook for every new interpreter inside a cell: spawn workers, the forkserver, helpers.
 
-The cell runner (:func:`harness.run.cells.cell_env`) puts this directory first on ``PYTHONPATH``
+The cell runner (:func:`harness.run.plan.cell_env`) puts this directory first on ``PYTHONPATH``
 of each cell, so Python's :mod:`site` imports this module at start-up in every interpreter the
 cell's code starts. It changes nothing a case could observe, except where a platform profile
 asks for it, and then hands over to the ``sitecustomize`` it shadows, if there is one.
