@@ -35,7 +35,9 @@ import subprocess
 import sys
 import threading
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -55,15 +57,27 @@ __all__ = [
 
 _LOCK = threading.Lock()
 _START_LOCK = threading.Lock()
-_STATE: dict = {"token": None, "proc": None, "broken": False, "pids": set()}
+
+
+@dataclass
+class _State:
+    """This harness process's containment state (under ``_LOCK``)."""
+
+    token: str | None = None
+    proc: subprocess.Popen[bytes] | None = None  # the watchdog
+    broken: bool = False  # the watchdog could not be started or reached
+    pids: set[int] = field(default_factory=set)
+
+
+_STATE = _State()
 
 
 def token() -> str:
     """This harness process's containment token (a random hex string, made once)."""
     with _LOCK:
-        if _STATE["token"] is None:
-            _STATE["token"] = uuid.uuid4().hex
-        return _STATE["token"]
+        if _STATE.token is None:
+            _STATE.token = uuid.uuid4().hex
+        return _STATE.token
 
 
 def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
@@ -74,8 +88,8 @@ def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return out
 
 
-def _start_watchdog() -> subprocess.Popen | None:
-    kwargs: dict = {}
+def _start_watchdog() -> subprocess.Popen[bytes] | None:
+    kwargs: dict[str, Any] = {}
     if sys.platform == "win32":
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "DETACHED_PROCESS", 0)
     else:
@@ -98,35 +112,37 @@ def _send(op: str, value: int | str) -> None:
     """Tell the watchdog about a process or folder, starting it on first use."""
     with _START_LOCK:  # one watchdog per harness process: a second one would sweep on close
         with _LOCK:
-            if _STATE["broken"]:
+            if _STATE.broken:
                 return
-            proc = _STATE["proc"]
+            proc = _STATE.proc
         if proc is None:
             proc = _start_watchdog()
             with _LOCK:
-                _STATE["proc"] = proc
+                _STATE.proc = proc
                 if proc is None:
-                    _STATE["broken"] = True
+                    _STATE.broken = True
                     return
             atexit.register(_close)
     line = (json.dumps([op, value]) + "\n").encode()
+    assert proc.stdin is not None  # started with stdin=PIPE
     with _LOCK:
         try:
             proc.stdin.write(line)
             proc.stdin.flush()
         except (OSError, ValueError):
-            _STATE["broken"] = True
+            _STATE.broken = True
 
 
 def _close() -> None:
     """At exit: close the pipe, so the watchdog sweeps at once, and reap it (it ends quickly)."""
     with _LOCK:
-        proc = _STATE["proc"]
-        _STATE["proc"] = None
+        proc = _STATE.proc
+        _STATE.proc = None
     if proc is None:
         return
     with contextlib.suppress(OSError, ValueError):
-        proc.stdin.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(10)
 
@@ -134,30 +150,30 @@ def _close() -> None:
 def track(pid: int) -> None:
     """The watchdog kills ``pid``'s tree and process group if the harness ends first."""
     with _LOCK:
-        _STATE["pids"].add(pid)
+        _STATE.pids.add(pid)
     _send("+pid", pid)
 
 
 def untrack(pid: int) -> None:
     """``pid`` ended and its tree was cleaned up."""
     with _LOCK:
-        _STATE["pids"].discard(pid)
+        _STATE.pids.discard(pid)
     _send("-pid", pid)
 
 
-def track_dir(path: str | os.PathLike) -> None:
+def track_dir(path: str | os.PathLike[str]) -> None:
     """The watchdog removes ``path`` if the harness ends before it does."""
     _send("+dir", os.fspath(path))
 
 
-def untrack_dir(path: str | os.PathLike) -> None:
+def untrack_dir(path: str | os.PathLike[str]) -> None:
     """``path`` was removed."""
     _send("-dir", os.fspath(path))
 
 
 def watchdog_cpu_s() -> float:
     """CPU seconds (user + system) the watchdog process has used so far; 0 when none runs."""
-    proc = _STATE["proc"]
+    proc = _STATE.proc
     if proc is None:
         return 0.0
     try:
@@ -175,11 +191,11 @@ def reap_orphans() -> list[int]:
         the pids killed (normally empty).
     """
     with _LOCK:
-        if _STATE["token"] is None:
+        if _STATE.token is None:
             return []
-        mine = set(_STATE["pids"])
-        tok = _STATE["token"]
-    watchdog = _STATE["proc"].pid if _STATE["proc"] is not None else None
+        mine = set(_STATE.pids)
+        tok = _STATE.token
+    watchdog = _STATE.proc.pid if _STATE.proc is not None else None
     killed = []
     try:
         children = psutil.Process().children()

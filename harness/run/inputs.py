@@ -21,7 +21,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from harness import __version__
 from harness.catalogue.discover import Case
@@ -69,7 +71,7 @@ class InputHasher:
             ``torch``, ``os``, ``arch``, ``profile``).
     """
 
-    def __init__(self, runner: dict) -> None:
+    def __init__(self, runner: Mapping[str, Any]) -> None:
         self._files: dict[Path, str] = {}
         self._closure: dict[Path, tuple[Path, ...]] = {}
         keep = ("python", "python_implementation", "torch", "os", "arch", "profile")

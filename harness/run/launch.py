@@ -68,7 +68,7 @@ class _FreshChild:
     so :meth:`wait` returns without the polling delay of ``Popen.wait(timeout)``.
     """
 
-    def __init__(self, proc: subprocess.Popen) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self.pid = proc.pid
         self._pidfd: int | None = None

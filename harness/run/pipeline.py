@@ -40,7 +40,7 @@ __all__ = ["SAVE_EVERY_S", "RunOptions", "case_table", "resolve_timeout_scale", 
 SAVE_EVERY_S = 2.0
 
 
-def case_table(cases: list[Case]) -> dict[str, dict]:
+def case_table(cases: list[Case]) -> dict[str, dict[str, Any]]:
     """Case metadata embedded in a shard, so a report needs no catalogue checkout."""
     return {
         c.id: {
@@ -87,7 +87,7 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _overhead_cpu_s(template: Template | None) -> dict:
+def _overhead_cpu_s(template: Template | None) -> dict[str, float]:
     """CPU seconds (user + system) the harness's own processes used so far: this process (its
     memory samplers, watchers, progress and saves), the warm template (not its cells) and the
     containment watchdog, and the cells' processes' own memory-peak reports
@@ -99,7 +99,7 @@ def _overhead_cpu_s(template: Template | None) -> dict:
     return {k: round(v, 3) for k, v in {**parts, "total": sum(parts.values())}.items()}
 
 
-def _previous_shard(path: Path) -> tuple[dict | None, str | None]:
+def _previous_shard(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The shard already at ``path``: ``(data, None)``, ``(None, None)`` if absent, or ``(None, error line)``."""
     if not path.exists():
         return None, None

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness._options import DEFAULT_WORKERS
 from harness._policy import Platform, current_os, platform_of, profile
@@ -67,7 +68,7 @@ class CellSpec:
         expect, kinds = self.case.expectation(sys.version_info[:2], strategy)
         return expect[self.method], kinds.get(self.method)
 
-    def to_child(self) -> dict:
+    def to_child(self) -> dict[str, Any]:
         """The JSON-able spec the cell process reads."""
         return {
             "case": self.case.id,

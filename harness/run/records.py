@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import Any
 
 from harness._policy import available_methods, profile
 from harness.catalogue.discover import Case
@@ -40,11 +41,11 @@ def _seconds(value: object) -> float | None:
     return round(float(value), 4)
 
 
-def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | None) -> dict:
+def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | None) -> dict[str, Any]:
     """The shard result record for one cell (see ``shard.schema.json``)."""
     res = run.observation.result if run else None
     expected, expected_kind = spec.expected()
-    rec = {
+    rec: dict[str, Any] = {
         "runner": runner_id,
         "case": spec.case.id,
         "family": spec.case.family,
@@ -77,7 +78,7 @@ def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | 
 
 
 def run_one(spec: CellSpec, runner_id: str, *, template: Template | None = None,
-            stop: threading.Event | None = None, slot: Slot | None = None) -> dict:
+            stop: threading.Event | None = None, slot: Slot | None = None) -> dict[str, Any]:
     """Run (or mark ``unsupported``) one cell and return its record.
 
     Keyword arguments are those of :func:`launch_cell`.
@@ -91,7 +92,7 @@ def run_one(spec: CellSpec, runner_id: str, *, template: Template | None = None,
     return record_for(spec, runner_id, classify(run.observation), run)
 
 
-def mark_broken(records: list[dict], cases: dict[str, Case]) -> list[str]:
+def mark_broken(records: list[dict[str, Any]], cases: dict[str, Case]) -> list[str]:
     """Flag every record of a case whose in-process control did not pass, or whose module
     failed to import in any cell.
 

@@ -494,14 +494,14 @@ def read_peak_reports(folder: Path) -> dict[int, PeakReport]:
                 out[pid] = PeakReport(int(ppid), int(hwm), int(uss), float(cost_s), helper == b"1")
                 cost += out[pid].cost_s
             elif kind == "armed":
-                ppid, helper = _fields(folder / name)
-                armed[pid] = (int(ppid), helper == b"1")
+                parent, flag = _fields(folder / name)
+                armed[pid] = (int(parent), flag == b"1")
         except (OSError, ValueError):
             continue
-    for pid, (ppid, helper) in armed.items():
-        rep = out.setdefault(pid, PeakReport(ppid, 0, 0, 0.0, helper))
+    for pid, (born_of, is_helper) in armed.items():
+        rep = out.setdefault(pid, PeakReport(born_of, 0, 0, 0.0, is_helper))
         # The parent at its start: a process whose parent ended first is re-parented.
-        rep.ppid, rep.helper = ppid, helper
+        rep.ppid, rep.helper = born_of, is_helper
     with _REPORT_LOCK:
         _REPORT_CPU[0] += cost
     return out
@@ -514,7 +514,7 @@ def peak_report_cpu_s() -> float:
         return _REPORT_CPU[0]
 
 
-def _sample_loop(ref: weakref.ref, stop: threading.Event) -> None:
+def _sample_loop(ref: weakref.ref[TreeSampler], stop: threading.Event) -> None:
     """Background sampling until stopped, the cell is gone, or the sampler is collected; at
     :data:`FAST_INTERVAL_S` while the tree changes, else :data:`SLOW_INTERVAL_S`."""
     interval = FAST_INTERVAL_S

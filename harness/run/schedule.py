@@ -13,7 +13,8 @@ takes its timeout.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from harness.run.plan import CellSpec
 
@@ -23,7 +24,7 @@ __all__ = ["DEFAULT_ESTIMATE_S", "durations", "estimate", "longest_first"]
 DEFAULT_ESTIMATE_S = {"in-process": 0.1, "fork": 0.3, "spawn": 3.0, "forkserver": 3.0}
 
 
-def durations(shard: dict | None) -> dict[tuple[str, str], float]:
+def durations(shard: Mapping[str, Any] | None) -> dict[tuple[str, str], float]:
     """``{(case, method): wall_s}`` of every timed cell in ``shard`` (empty for ``None``)."""
     if not shard:
         return {}
