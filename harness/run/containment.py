@@ -42,6 +42,7 @@ from typing import Any
 import psutil
 
 from harness.child.watchdog import TOKEN_ENV
+from harness.run.sampler import linux_children
 
 __all__ = [
     "TOKEN_ENV",
@@ -197,8 +198,12 @@ def reap_orphans() -> list[int]:
         tok = _STATE.token
     watchdog = _STATE.proc.pid if _STATE.proc is not None else None
     killed = []
+    # This process's children from /proc/self/task/*/children where the kernel has it (one
+    # small read per thread), not psutil's scan of every process on the machine.
+    kids = linux_children(os.getpid())
     try:
-        children = psutil.Process().children()
+        children = psutil.Process().children() if kids is None else [psutil.Process(k) for k in kids
+                                                                    if k not in mine and k != watchdog]
     except psutil.Error:
         return []
     for child in children:

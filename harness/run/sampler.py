@@ -26,7 +26,7 @@ _harness_cell_peaks.py``: ``VmHWM``, the kernel's exact high-water mark of its r
 and one USS reading), and :meth:`TreeSampler.absorb` merges the reports
 (:func:`read_peak_reports`) into what was sampled. With reports the sampler reads USS only
 from processes older than :data:`REPORTED_USS_AFTER_S` (every
-:data:`USS_SETTLED_INTERVAL_S`): the fallback for a worker that dies by a signal (a crash, a
+:data:`REPORTED_USS_INTERVAL_S`): the fallback for a worker that dies by a signal (a crash, a
 hang killed at the timeout), which cannot report.
 """
 
@@ -45,7 +45,7 @@ from pathlib import Path
 import psutil
 
 __all__ = ["FAST_INTERVAL_S", "PEAKS_ENV", "PeakReport", "TreeSampler", "USS_INTERVAL_S", "kill_tree",
-           "peak_report_cpu_s", "read_peak_reports"]
+           "linux_children", "peak_report_cpu_s", "read_peak_reports"]
 
 # multiprocessing starts its helpers as ``python -c 'from multiprocessing.X import main; ...'``
 # (``multiprocessing.util.spawnv_passfds``); a looser match would take any process whose
@@ -85,7 +85,9 @@ ALL_THREADS_EVERY = 5
 EXEC_WINDOW_S = 2.0
 #: With self-reported peaks, the sampler reads a process's USS only once it is this old (a
 #: worker that lives longer may yet die by a signal and never report).
-REPORTED_USS_AFTER_S = 0.5
+REPORTED_USS_AFTER_S = 1.0
+#: Seconds between two such readings of one armed process.
+REPORTED_USS_INTERVAL_S = 5.0
 #: Seconds a process that has not armed its report yet is left unread: a forked child arms at
 #: once, a spawn child once its interpreter has started (tens of ms); before that it is a copy
 #: of its parent or a bare interpreter, and reading it would be wasted.
@@ -94,7 +96,7 @@ ARM_GRACE_S = 0.1
 PEAKS_ENV = "HARNESS_CELL_PEAKS"
 
 
-def _linux_children(pid: int, main_thread_only: bool = False) -> list[int] | None:
+def linux_children(pid: int, main_thread_only: bool = False) -> list[int] | None:
     """Direct children of ``pid`` from ``/proc/PID/task/*/children``; ``None`` if unavailable.
 
     The file lists the children each thread created (``proc(5)``, Linux 3.5+ with
@@ -123,7 +125,7 @@ def _linux_children(pid: int, main_thread_only: bool = False) -> list[int] | Non
     return out
 
 
-_FAST_CHILDREN = sys.platform.startswith("linux") and _linux_children(os.getpid()) is not None
+_FAST_CHILDREN = sys.platform.startswith("linux") and linux_children(os.getpid()) is not None
 
 
 class _Seen:
@@ -250,7 +252,7 @@ class TreeSampler:
             main_only = self._samples % ALL_THREADS_EVERY != 0
             while todo:
                 parent = todo.pop()
-                kids = _linux_children(parent, main_thread_only=main_only)
+                kids = linux_children(parent, main_thread_only=main_only)
                 if kids is None:
                     break
                 out.extend((k, parent == self.cell_pid) for k in kids)
@@ -324,7 +326,7 @@ class TreeSampler:
             self._launcher_checked = True  # a launcher starts its interpreter at once
             return
         # The direct children, cheaply: this runs on every sample until decided.
-        kid_pids = _linux_children(self.pid) if _FAST_CHILDREN else None
+        kid_pids = linux_children(self.pid) if _FAST_CHILDREN else None
         try:
             if kid_pids is None:
                 kids = self._proc.children(recursive=False)
@@ -389,7 +391,7 @@ class TreeSampler:
         long-lived worker's private memory has settled by then). With self-reported peaks
         (``armed`` not ``None``): for an armed process, which reports its own USS at a clean
         exit, only once it is :data:`REPORTED_USS_AFTER_S` old, then every
-        :data:`USS_SETTLED_INTERVAL_S`; for one not armed yet, as without reports but not in
+        :data:`REPORTED_USS_INTERVAL_S`; for one not armed yet, as without reports but not in
         its first :data:`ARM_GRACE_S`.
         """
         age = now - seen.born
@@ -398,7 +400,7 @@ class TreeSampler:
         if armed:
             # The process reports its own USS at a clean exit; this is the fallback for one
             # that dies by a signal after living a while.
-            return age >= REPORTED_USS_AFTER_S and now - seen.uss_at >= USS_SETTLED_INTERVAL_S
+            return age >= REPORTED_USS_AFTER_S and now - seen.uss_at >= REPORTED_USS_INTERVAL_S
         if seen.uss_at < 0:
             return True
         every = FAST_USS_S if age < USS_YOUNG_S else USS_INTERVAL_S if age < SETTLED_S else USS_SETTLED_INTERVAL_S
