@@ -182,24 +182,24 @@ def _dispatch(argv: list[str] | None) -> int:
 
         return write_report(args.shards, args.out, summary=args.summary, catalogue_dirs=args.catalogue)
     if args.command == "list":
-        from harness._listing import list_cases
+        from harness.inspect.listing import list_cases
 
         return list_cases(as_json=args.json, catalogue_dir=args.catalogue)
     if args.command == "explain":
-        from harness._explain import explain_command
+        from harness.inspect.explain import explain_command
 
         return explain_command(args.case, catalogue_dir=args.catalogue, matrix_path=args.matrix)
     if args.command == "diagnose":
-        from harness._diagnose import diagnose_command
+        from harness.inspect.diagnose import diagnose_command
 
         return diagnose_command(args.target, method=args.method, output_format=args.format,
                                 num_workers=args.num_workers, timeout_s=args.timeout)
     if args.command == "classify":
-        from harness._reproduce import classify_command
+        from harness.inspect.reproduce import classify_command
 
         return classify_command(args.file, as_json=args.json)
     if args.command == "reproduce":
-        from harness._reproduce import reproduce_command
+        from harness.inspect.reproduce import reproduce_command
 
         return reproduce_command(args.script, method=args.method, timeout_s=args.timeout,
                                  as_json=args.json, argv=script_args)

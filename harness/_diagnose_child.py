@@ -3,12 +3,12 @@
 SPEC is a JSON object: ``target``, ``method``, ``num_workers``, ``memory_bytes`` (address space
 this process may map beyond what it has once torch is imported, or ``null``), ``result`` (the
 file to write the outcome to) and ``stage`` (a file rewritten with each step, so the parent can
-say what a killed child was doing). The parent (:func:`harness._diagnose.run_child`) starts it
+say what a killed child was doing). The parent (:func:`harness.inspect.diagnose.run_child`) starts it
 in its own session or process group and kills its whole tree on timeout or when it ends.
 
 The result file is written once, atomically, as ``{"kind": ...}``:
 
-* ``diagnosis``: ``{"diagnosis": ...}`` (:func:`harness._diagnose.diagnosis_to_child`);
+* ``diagnosis``: ``{"diagnosis": ...}`` (:func:`harness.inspect.diagnose.diagnosis_to_child`);
 * ``target-error``: ``{"message": ...}``, the target cannot be built (exit 2 in the parent);
 * ``memory``: ``{"message": ...}``, a ``MemoryError`` escaped (the memory bound was reached);
 * ``error``: ``{"message": ...}``, anything else that escaped (a harness bug).
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> dict:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import torch  # noqa: F401 - mapped before the memory bound is measured
 
-    from harness._diagnose import TargetError, diagnose, diagnosis_to_child, load_target
+    from harness.inspect.diagnose import TargetError, diagnose, diagnosis_to_child, load_target
 
     _limit_memory(spec.get("memory_bytes"))
     try:
@@ -86,7 +86,7 @@ def main(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    from harness._walker import _first_line
+    from harness.inspect.walker import _first_line
 
     result_path = Path(json.loads(sys.argv[1])["result"])
     try:

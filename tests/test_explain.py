@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from harness._catalogue import discover
-from harness._explain import code_lines, fix_diff
+from harness.inspect.explain import code_lines, fix_diff
 from harness._merge import merge
 
 DATA = Path(__file__).parent / "data"

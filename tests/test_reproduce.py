@@ -138,7 +138,7 @@ def test_hang_is_killed_with_its_tree_at_the_timeout(capsys):
 ])
 def test_hint_names_the_same_case_on_every_python(kind, root_cause, case):
     from harness._classify import Verdict
-    from harness._reproduce import hint_for
+    from harness.inspect.reproduce import hint_for
 
     hint = hint_for(Verdict("error", kind, root_cause, root_cause))
     assert hint is not None and hint.startswith(f"matches catalogue case {case} ("), hint
@@ -173,7 +173,7 @@ _BATCH_HINT = "a worker's batch could not be pickled on its way back to the main
 
 def test_a_hang_after_a_feeder_pickling_error_says_the_batch_could_not_come_back():
     from harness._classify import Verdict
-    from harness._reproduce import hint_for
+    from harness.inspect.reproduce import hint_for
 
     root = _FEEDER_STDERR.strip().splitlines()[-1]
     hint = hint_for(Verdict("hang", None, "timed out; process group killed", root), 10, _FEEDER_STDERR)
@@ -198,7 +198,7 @@ def test_classify_names_a_pasted_feeder_traceback_as_a_batch_that_could_not_come
 
 
 def test_a_platform_of_another_python_says_what_it_does_not_replay():
-    from harness._reproduce import python_note
+    from harness.inspect.reproduce import python_note
 
     assert python_note("linux-py3.14", (3, 11)) == (
         "--method linux-py3.14 on Python 3.11 applies Python 3.14's start method (forkserver), not Python 3.14's "

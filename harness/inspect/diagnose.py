@@ -8,7 +8,7 @@ worker_init_fn, worker_id, num_workers, persistent_workers, shared_seed)``) → 
 round trip of a worker start:
 
 1. pickle the user-supplied arguments with ForkingPickler into a counting sink (the payload);
-2. load them back, as the worker does (:func:`harness._walker.roundtrip`: same pickler and
+2. load them back, as the worker does (:func:`harness.inspect.walker.roundtrip`: same pickler and
    protocol): a dataset wrapper whose ``__getattr__`` forwards to ``self.dataset`` pickles,
    but loading it recurses (``__setstate__`` is looked up before the instance has
    attributes) and every spawn worker dies;
@@ -22,11 +22,11 @@ round trip of a worker start:
    method, fork included (paths rooted at ``batch``). A batch the worker would not send (the
    dataset or ``collate_fn`` raises an ``Exception``, re-raised in the main process under
    every method; an exhausted iterable dataset) is not checked, and says so;
-5. if anything failed, walk the objects (:mod:`harness._walker`) to every culprit's path, and
+5. if anything failed, walk the objects (:mod:`harness.inspect.walker`) to every culprit's path, and
    also list version hazards: objects that pickle on this Python but not on a newer one
    (``itertools`` iterators from Python 3.14), which do not make the loader unsafe here;
 6. match every problem to a catalogue case and its fix, and place it in the source
-   (:mod:`harness._sites`): a function, lambda or class where it is defined, an instance of a
+   (:mod:`harness.inspect.sites`): a function, lambda or class where it is defined, an instance of a
    user-defined class at its class, and an object with no definition site of its own (an
    open file, a lock) at the nearest enclosing user-defined object on its path, else at the
    code that produced its root (the sampler or dataset for ``indices``, ``collate_fn`` or the
@@ -45,7 +45,7 @@ lifts it). Whatever the user's code raises while it is imported, called, pickled
 or asked for indices (``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` included)
 is contained: a target that cannot be built is a one-line error (exit 2), anything raised
 while pickling, unpickling or drawing indices is a problem at its path (exit 1). Only a real
-Ctrl-C interrupts (:func:`harness._walker.user_code_guard`). Loading the arguments and building
+Ctrl-C interrupts (:func:`harness.inspect.walker.user_code_guard`). Loading the arguments and building
 the first batch run the user's ``__setstate__``, ``worker_init_fn``, ``__getitem__`` and
 ``collate_fn`` on the loaded copies, never on the user's live objects, with the random
 states of ``random``, numpy and torch saved and restored.
@@ -77,9 +77,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import _sites
+from harness.inspect import sites
 from harness._escape import terminal, visible
-from harness._walker import (
+from harness.inspect.walker import (
     HAZARDS,
     Payload,
     Problem,
@@ -375,7 +375,7 @@ def first_batch(args: tuple, indices: Any) -> Any:
     """The first batch worker 0 sends back, built from ``args`` as ``_worker_loop`` builds it.
 
     ``args`` is the worker's own copy of the arguments (:attr:`WorkerStart.args` after a
-    :func:`harness._walker.roundtrip`), so nothing the user's code does here touches the live
+    :func:`harness.inspect.walker.roundtrip`), so nothing the user's code does here touches the live
     loader. As in ``torch/utils/data/_utils/worker.py``: ``random``, torch and numpy are seeded
     from ``base_seed + worker_id``, ``get_worker_info()`` describes worker 0, ``worker_init_fn(0)``
     runs, and the fetcher (``_DatasetKind.create_fetcher``) fetches ``indices``: ``dataset[i]``
@@ -447,7 +447,7 @@ def index_problems(indices: Any) -> list[Problem]:
                 pickle.loads(ForkingPickler.dumps(item))
         except BaseException as exc:  # noqa: BLE001 - a failing reconstructor may raise anything
             reraise_if_interrupted(exc)
-            file, line = _sites.site_along(item, [indices])
+            file, line = sites.site_along(item, [indices])
             return [Problem(
                 path="indices" if i is None else f"indices[{i}]",
                 type=_type_name(item),
@@ -464,7 +464,7 @@ def index_problems(indices: Any) -> list[Problem]:
 def _raised(path: str, obj: Any, what: str, exc: BaseException, root: str, anchors: list) -> Problem:
     """A problem for user code that raised while the worker start was being prepared; placed
     at ``obj``'s site or the first of ``anchors`` with a user-defined one."""
-    file, line = _sites.site_along(obj, anchors)
+    file, line = sites.site_along(obj, anchors)
     return Problem(path=path, type=_type_name(obj), message=f"{what} raised {_describe(exc)}",
                    exc_type=_type_name(exc), label="raised", root=root, file=file, line=line)
 
@@ -596,7 +596,7 @@ class Finding:
     def to_json(self) -> dict:
         """``{"path", "type", "message", "case", "fix", "file", "line"}``, plus ``"breaks_on"``
         (``"3.14"``) for a version hazard. ``file`` and ``line`` are ``null`` when the culprit
-        has no site (see :mod:`harness._sites`)."""
+        has no site (see :mod:`harness.inspect.sites`)."""
         p = self.problem
         out = {"path": p.path, "type": p.type, "message": p.message, "case": self.case, "fix": self.fix,
                "file": p.file, "line": p.line}
@@ -844,7 +844,7 @@ def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, ta
     ``GeneratorExit`` included, is a finding at the path of the object whose code raised it
     (an ``Exception`` from ``worker_init_fn``, the dataset or ``collate_fn`` while building the
     first batch fails the same way under every start method: the batch is then not checked,
-    and ``batch_note`` says so). The walk is bounded (:data:`harness._walker.MAX_OBJECTS`;
+    and ``batch_note`` says so). The walk is bounded (:data:`harness.inspect.walker.MAX_OBJECTS`;
     time and memory linear in the objects walked); loading needs memory for one copy of the
     pickled arguments (array and tensor data excluded). ``harness diagnose`` runs this in a
     child process with a timeout.
@@ -865,7 +865,7 @@ def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, ta
     Raises:
         ValueError: ``method`` is unknown or resolves to ``fork``.
         KeyboardInterrupt: a real Ctrl-C (SIGINT) arrived; one raised by the object's own
-            code is a finding instead (see :func:`harness._walker.user_code_guard`).
+            code is a finding instead (see :func:`harness.inspect.walker.user_code_guard`).
     """
     method = _resolve_method(method)
     step = progress or (lambda _: None)
@@ -985,7 +985,7 @@ def _trip(roots: dict[str, Any], whole: Any, what: str, step: Progress, whole_pa
         problems.insert(0, Problem(path=whole_path, type=_type_name(whole), message=_first_line(failure),
                                    exc_type=_type_name(getattr(failure, "cause", failure)), label="other",
                                    root=whole_path))
-    anchor_file, anchor_line = _sites.first_user_site(anchors)
+    anchor_file, anchor_line = sites.first_user_site(anchors)
     return [p if p.file or not anchor_file else dataclasses.replace(p, file=anchor_file, line=anchor_line)
             for p in problems], loaded
 
@@ -1068,7 +1068,9 @@ def _child_pythonpath(env: dict[str, str]) -> None:
     """
     import site
 
-    root = os.path.realpath(Path(__file__).resolve().parent.parent)
+    import harness
+
+    root = os.path.realpath(Path(harness.__file__).resolve().parent.parent)
     sites = [*site.getsitepackages(), site.getusersitepackages()] if hasattr(site, "getsitepackages") else []
     if root in {os.path.realpath(d) for d in sites}:
         return

@@ -58,7 +58,7 @@ Version hazards (``hazards=True``): some objects pickle on this Python and not o
 replaced by ones raising :class:`RemovedPickling` for one more walk, which reports each such
 object, at its path, with the Python that breaks it (``Problem.breaks_on``).
 
-Each problem carries where its culprit is defined (``file``, ``line``; see :mod:`harness._sites`).
+Each problem carries where its culprit is defined (``file``, ``line``; see :mod:`harness.inspect.sites`).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ from multiprocessing import context as _mp_context
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from harness import _sites
+from harness.inspect import sites
 
 __all__ = [
     "HAZARDS",
@@ -148,14 +148,14 @@ class Problem:
             ``temporary-tensor``, ``fork-context-semlock``, ``non-leaf-tensor``, ``too-deep``,
             ``itertools`` (an ``itertools`` iterator: every one on Python 3.14, a hazard
             before), ``unpickle`` (pickles, but loading it fails) or ``other``;
-            :mod:`harness._diagnose` adds ``index-unpickle`` and ``raised`` (user code raised
+            :mod:`harness.inspect.diagnose` adds ``index-unpickle`` and ``raised`` (user code raised
             while the start was prepared: building the loader, drawing indices, building the
             first batch).
         within: the innermost notable container on the path (``partial``, ``zipfile``,
             ``tarfile``, ``log-handler``), or ``None``.
         root: the root name the path starts with.
         qualname: ``__qualname__`` of a function or class at fault, else ``""``.
-        file: where the culprit is defined (:func:`harness._sites.site_along`: its own
+        file: where the culprit is defined (:func:`harness.inspect.sites.site_along`: its own
             definition, else the nearest enclosing user-defined object's), relative to the
             current directory when under it; ``None`` when nothing on the path has a site.
         line: the line in ``file`` (1-based), or ``None``.
@@ -1321,7 +1321,7 @@ class _Walker:
             exc_type = _type_name(exc.cause)
         else:
             exc_type = _type_name(exc)
-        file, line = _sites.site_along(obj, _enclosing(item), self.sites)
+        file, line = sites.site_along(obj, _enclosing(item), self.sites)
         self.problems.append(Problem(
             path=_path(item),
             type=_type_name(obj),

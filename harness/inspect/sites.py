@@ -67,8 +67,8 @@ def _library_dirs() -> tuple[str, ...]:
 
 
 def _contain(exc: BaseException) -> None:
-    """Let a real Ctrl-C through (:func:`harness._walker.reraise_if_interrupted`); swallow the rest."""
-    from harness._walker import reraise_if_interrupted
+    """Let a real Ctrl-C through (:func:`harness.inspect.walker.reraise_if_interrupted`); swallow the rest."""
+    from harness.inspect.walker import reraise_if_interrupted
 
     reraise_if_interrupted(exc)
 
