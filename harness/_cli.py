@@ -190,7 +190,7 @@ def _dispatch(argv: list[str] | None) -> int:
 
         return explain_command(args.case, catalogue_dir=args.catalogue, matrix_path=args.matrix)
     if args.command == "diagnose":
-        from harness.inspect.diagnose import diagnose_command
+        from harness.inspect.diagnose_command import diagnose_command
 
         return diagnose_command(args.target, method=args.method, output_format=args.format,
                                 num_workers=args.num_workers, timeout_s=args.timeout)

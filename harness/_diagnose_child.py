@@ -3,8 +3,8 @@
 SPEC is a JSON object: ``target``, ``method``, ``num_workers``, ``memory_bytes`` (address space
 this process may map beyond what it has once torch is imported, or ``null``), ``result`` (the
 file to write the outcome to) and ``stage`` (a file rewritten with each step, so the parent can
-say what a killed child was doing). The parent (:func:`harness.inspect.diagnose.run_child`) starts it
-in its own session or process group and kills its whole tree on timeout or when it ends.
+say what a killed child was doing). The parent (:func:`harness.inspect.diagnose_command.run_child`)
+starts it in its own session or process group and kills its whole tree on timeout or when it ends.
 
 The result file is written once, atomically, as ``{"kind": ...}``:
 
@@ -73,7 +73,8 @@ def main(argv: list[str]) -> dict:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import torch  # noqa: F401 - mapped before the memory bound is measured
 
-    from harness.inspect.diagnose import TargetError, diagnose, diagnosis_to_child, load_target
+    from harness.inspect.diagnose import diagnose, diagnosis_to_child
+    from harness.inspect.target import TargetError, load_target
 
     _limit_memory(spec.get("memory_bytes"))
     try:
@@ -86,15 +87,15 @@ def main(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    from harness.inspect.walker import _first_line
+    from harness.inspect.walker import first_line
 
     result_path = Path(json.loads(sys.argv[1])["result"])
     try:
         outcome = main(sys.argv[1:])
     except MemoryError as exc:
-        outcome = {"kind": "memory", "message": f"MemoryError: {_first_line(exc)}"}
+        outcome = {"kind": "memory", "message": f"MemoryError: {first_line(exc)}"}
     except BaseException as exc:  # noqa: BLE001 - report, never a traceback
-        outcome = {"kind": "error", "message": f"internal error: {type(exc).__name__}: {_first_line(exc)}"}
+        outcome = {"kind": "error", "message": f"internal error: {type(exc).__name__}: {first_line(exc)}"}
     status = 0
     try:
         _write(result_path, outcome)

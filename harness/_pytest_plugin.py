@@ -72,7 +72,8 @@ def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosi
     __tracebackhide__ = True  # pytest shows the assertion, not this function's source
     import warnings
 
-    from harness.inspect.diagnose import diagnose, fix_description
+    from harness.inspect.diagnose import diagnose
+    from harness.inspect.hints import fix_description
 
     result = diagnose(loader_or_dataset, method=method)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from harness._cli import main
-from harness.inspect.diagnose import github_command
+from harness.inspect.output import github_command
 
 USER = Path(__file__).parent / "user_code"
 ROOT = USER.parent.parent

@@ -169,7 +169,7 @@ def python_note(name: str, python: tuple[int, int] | None = None) -> str | None:
 
 
 def _pick(candidates: list[str], exclude: tuple[str, ...] = ()):
-    from harness.inspect.diagnose import pick_case
+    from harness.inspect.hints import pick_case
 
     return pick_case(candidates, exclude)
 
@@ -312,7 +312,7 @@ def _where(case: Case) -> str:
 
 
 def _case_hint(case: Case) -> str:
-    from harness.inspect.diagnose import catalogue_cases, fix_description
+    from harness.inspect.hints import catalogue_cases, fix_description
 
     hint = f"matches catalogue case {case.id} ({case.title}), {_where(case)}"
     fix_case = catalogue_cases().get(case.fix) if case.fix else None

@@ -88,6 +88,7 @@ from harness.inspect import sites
 
 __all__ = [
     "HAZARDS",
+    "LABELS",
     "NO_MESSAGE",
     "PROTOCOL",
     "Payload",
@@ -96,12 +97,16 @@ __all__ = [
     "TemporaryStorageError",
     "UnpicklingFailed",
     "WalkerPickler",
+    "class_names",
+    "describe_exception",
     "find_problems",
+    "first_line",
     "hazard_probe",
     "measure_payload",
     "probe",
     "reraise_if_interrupted",
     "roundtrip",
+    "type_name",
     "user_code_guard",
 ]
 
@@ -116,6 +121,12 @@ MAX_OBJECTS = 500_000
 #: Findings with the same type, message and label that are listed; the last one listed
 #: counts the others (a list of 10,000 identical lambdas gives 10 lines, not 10,000).
 MAX_SIMILAR = 10
+#: What a problem's object is, by mechanism (:attr:`Problem.label`); the last two are given by
+#: :mod:`harness.inspect.worker_start`, the others by the walk.
+LABELS = ("lambda", "closure", "local-function", "local-class", "unimportable-function", "unimportable-class",
+          "open-file", "sqlite", "module", "lock", "generator", "torch-generator", "temporary-tensor",
+          "fork-context-semlock", "non-leaf-tensor", "too-deep", "itertools", "unpickle", "other",
+          "index-unpickle", "raised")
 #: The message of a problem whose exception says nothing (a bare ``KeyboardInterrupt``).
 NO_MESSAGE = "(raised with no message)"
 #: A path segment repeated more often than this in a row is written once with a count:
@@ -148,7 +159,7 @@ class Problem:
             ``temporary-tensor``, ``fork-context-semlock``, ``non-leaf-tensor``, ``too-deep``,
             ``itertools`` (an ``itertools`` iterator: every one on Python 3.14, a hazard
             before), ``unpickle`` (pickles, but loading it fails) or ``other``;
-            :mod:`harness.inspect.diagnose` adds ``index-unpickle`` and ``raised`` (user code raised
+            :mod:`harness.inspect.worker_start` adds ``index-unpickle`` and ``raised`` (user code raised
             while the start was prepared: building the loader, drawing indices, building the
             first batch).
         within: the innermost notable container on the path (``partial``, ``zipfile``,
@@ -161,6 +172,12 @@ class Problem:
         line: the line in ``file`` (1-based), or ``None``.
         breaks_on: for a version hazard, the Python (``"3.14"``) from which the object no
             longer pickles; it pickles on this one. ``None`` for a problem on this Python.
+        classes: the culprit's class and its bases, most derived first, as
+            :func:`class_names` writes them (``("_io.BufferedReader", "_io._BufferedIOBase",
+            "_io._IOBase")``; a function is ``("function",)``, a class ``("type",)``).
+        holders: the classes (with their bases) of the objects that hold the culprit along its
+            path, innermost first, each once (``dataset.archive.fp``: the ``ZipFile`` and the
+            dataset's class).
     """
 
     path: str
@@ -174,6 +191,8 @@ class Problem:
     file: str | None = None
     line: int | None = None
     breaks_on: str | None = None
+    classes: tuple[str, ...] = ()
+    holders: tuple[str, ...] = ()
 
 
 @dataclass
@@ -488,7 +507,7 @@ class UnpicklingFailed(Exception):
     """
 
     def __init__(self, cause: BaseException) -> None:
-        super().__init__(f"pickles, but unpickling in the worker fails: {_describe(cause)}")
+        super().__init__(f"pickles, but unpickling in the worker fails: {describe_exception(cause)}")
         self.cause = cause
 
 
@@ -752,12 +771,41 @@ def _on_sigint(previous: Any, signum: int, frame: Any) -> None:
         raise
 
 
-def _type_name(obj: Any) -> str:
+def type_name(obj: Any) -> str:
+    """``module.qualname`` of ``obj``'s class, ``builtins.`` dropped (``function``, ``sqlite3.Connection``)."""
     t = type(obj)
     return f"{t.__module__}.{t.__qualname__}".removeprefix("builtins.")
 
 
-def _first_line(exc: BaseException) -> str:
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+_TYPE_MRO = type.__dict__["__mro__"]
+
+
+def class_names(cls: type) -> tuple[str, ...]:
+    """``cls`` and its bases (its ``__mro__`` less ``object``) as ``module.qualname``, ``builtins.``
+    dropped: ``("_io.TextIOWrapper", "_io._TextIOBase", "_io._IOBase")``.
+
+    Reads the C-level attributes of ``type`` only, so a metaclass's hooks never run; a class
+    whose names cannot be read is left out.
+    """
+    names = []
+    try:
+        mro = _TYPE_MRO.__get__(cls)
+    except BaseException as exc:  # noqa: BLE001 - not a class, or a hostile one
+        reraise_if_interrupted(exc)
+        return ()
+    for klass in mro:
+        if klass is object:
+            continue
+        try:
+            names.append(f"{_TYPE_MODULE.__get__(klass)}.{_TYPE_QUALNAME.__get__(klass)}".removeprefix("builtins."))
+        except BaseException as exc:  # noqa: BLE001 - a __module__ that is not a string, say
+            reraise_if_interrupted(exc)
+    return tuple(names)
+
+
+def first_line(exc: BaseException) -> str:
     try:
         text = str(exc).strip()
     except BaseException as err:  # noqa: BLE001 - a user exception's __str__ may raise anything
@@ -766,9 +814,9 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else NO_MESSAGE
 
 
-def _describe(exc: BaseException) -> str:
+def describe_exception(exc: BaseException) -> str:
     """``Type: first line`` (``Type`` alone when the exception says nothing)."""
-    line = _first_line(exc)
+    line = first_line(exc)
     name = type(exc).__name__
     return name if line == NO_MESSAGE else f"{name}: {line}"
 
@@ -779,7 +827,7 @@ def _label(obj: Any, exc: BaseException) -> str:
         return "unpickle"
     if isinstance(exc, RemovedPickling):
         return "itertools"
-    msg = _first_line(exc)
+    msg = first_line(exc)
     torch = sys.modules.get("torch")
     if isinstance(exc, TemporaryStorageError):
         return "torch-generator" if torch is not None and isinstance(obj, torch.Generator) else "temporary-tensor"
@@ -903,6 +951,11 @@ def _has_custom_getstate(obj: Any) -> bool:
 _HOLE = "\0"
 
 
+#: Classes in order of appearance, and their ids (classes need not hash: a metaclass may refuse).
+_Holders = tuple[tuple[type, ...], frozenset[int]]
+_NO_HOLDERS: _Holders = ((), frozenset())
+
+
 class _Item:
     """An object on the walk: its path segment, its parent item, and what is known of it.
 
@@ -910,7 +963,7 @@ class _Item:
     (:func:`_path`), so a chain 100,000 links deep costs one segment per link, not a path.
     """
 
-    __slots__ = ("obj", "seg", "parent", "within", "exc", "deep")
+    __slots__ = ("obj", "seg", "parent", "within", "exc", "deep", "holders", "_inner")
 
     def __init__(self, obj: Any, seg: str, parent: _Item | None, within: str | None) -> None:
         self.obj = obj
@@ -919,6 +972,18 @@ class _Item:
         self.within = within
         self.exc: BaseException | None = None  # what probing it raised
         self.deep = False  # too deep to probe: walked link by link
+        # The classes of the objects holding it, from the root down, each once; shared with its
+        # siblings, so a chain 100,000 links deep of one class holds one tuple.
+        self.holders: _Holders = parent.inner_holders() if parent is not None else _NO_HOLDERS
+        self._inner: _Holders | None = None
+
+    def inner_holders(self) -> _Holders:
+        """The holders of this item's children: its own holders plus its own class."""
+        if self._inner is None:
+            held, ids = self.holders
+            cls = type(self.obj)
+            self._inner = self.holders if id(cls) in ids else ((*held, cls), ids | {id(cls)})
+        return self._inner
 
 
 def _path(item: _Item) -> str:
@@ -972,6 +1037,7 @@ class _Walker:
         self.table = _dispatch_table(Payload())
         self.descriptors: dict[type, list] = {}
         self.sites: dict = after.sites if after is not None else {}  # id(class) -> (class, site)
+        self.names: dict[int, tuple[str, ...]] = after.names if after is not None else {}  # id(class) -> names
         self.budget = MAX_OBJECTS
         self.root = ""
 
@@ -1256,7 +1322,7 @@ class _Walker:
             item = _Item(obj, seg, item, None)
         n = len(chain) - at
         cycle = "; it is a reference cycle back to this object" if id(entry) in back_edges else ""
-        if "maximum recursion depth exceeded" in _first_line(exc):
+        if "maximum recursion depth exceeded" in first_line(exc):
             # The limit may strike inside a Python call the pickler makes (a reducer, a probe's
             # persistent_id); a real start says this.
             exc = RecursionError("maximum recursion depth exceeded while pickling an object")
@@ -1307,7 +1373,7 @@ class _Walker:
             return
         self.reported.add(id(obj))
         self.keep.append(obj)
-        message = _first_line(exc) + (f" ({note})" if note else "")
+        message = first_line(exc) + (f" ({note})" if note else "")
         try:
             label = label or _label(obj, exc)
             qualname = getattr(obj, "__qualname__", "") if isinstance(obj, (type, types.FunctionType)) else ""
@@ -1318,13 +1384,13 @@ class _Walker:
         if isinstance(exc, (TemporaryStorageError, RemovedPickling)):
             exc_type = type(exc).__mro__[1].__name__ if isinstance(exc, RemovedPickling) else type(exc).__name__
         elif isinstance(exc, UnpicklingFailed):
-            exc_type = _type_name(exc.cause)
+            exc_type = type_name(exc.cause)
         else:
-            exc_type = _type_name(exc)
+            exc_type = type_name(exc)
         file, line = sites.site_along(obj, _enclosing(item), self.sites)
         self.problems.append(Problem(
             path=_path(item),
-            type=_type_name(obj),
+            type=type_name(obj),
             message=message,
             exc_type=exc_type,
             label=label,
@@ -1334,7 +1400,16 @@ class _Walker:
             file=file,
             line=line,
             breaks_on=exc.breaks_on if isinstance(exc, RemovedPickling) else None,
+            classes=self.class_names(type(obj)),
+            holders=tuple(dict.fromkeys(n for cls in reversed(item.holders[0]) for n in self.class_names(cls))),
         ))
+
+    def class_names(self, cls: type) -> tuple[str, ...]:
+        """:func:`class_names`, once per class (the class is kept alive, so its id stays its own)."""
+        if id(cls) not in self.names:
+            self.keep.append(cls)
+            self.names[id(cls)] = class_names(cls)
+        return self.names[id(cls)]
 
 
 def _enclosing(item: _Item) -> Iterator[Any]:
