@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from harness._catalogue import discover
-from harness.inspect.explain import code_lines, fix_diff
 from harness._merge import merge
+from harness.inspect.explain import code_lines, fix_diff
 
 DATA = Path(__file__).parent / "data"
 

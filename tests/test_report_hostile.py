@@ -24,9 +24,9 @@ from _shards import linux_shard, write
 
 from harness import _jsonfile
 from harness._cli import main
-from harness.inspect.explain import observed_lines
 from harness._merge import merge
 from harness._shard import ShardError, read_shard
+from harness.inspect.explain import observed_lines
 
 IMG = "<img src=x onerror=alert(1)>"
 

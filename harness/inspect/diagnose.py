@@ -44,9 +44,11 @@ __all__ = [
 #: Start methods that pickle the worker arguments (``fork`` pickles nothing at start-up).
 DIAGNOSE_METHODS = ("spawn", "forkserver")
 
-_BACK_NOTE = ("the first batch, built in the worker by the dataset and collate_fn, is pickled back to the main "
-              "process; when that fails the worker's queue feeder thread prints the error and drops the batch, "
-              "and the loader waits for it forever, under every start method, fork included")
+_BACK_NOTE = (
+    "the first batch, built in the worker by the dataset and collate_fn, is pickled back to the main "
+    "process; when that fails the worker's queue feeder thread prints the error and drops the batch, "
+    "and the loader waits for it forever, under every start method, fork included"
+)
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,15 @@ class Finding:
         (``"3.14"``) for a version hazard. ``file`` and ``line`` are ``null`` when the culprit
         has no site (see :mod:`harness.inspect.sites`)."""
         p = self.problem
-        out: dict[str, Any] = {"path": p.path, "type": p.type, "message": p.message, "case": self.case,
-                               "fix": self.fix, "file": p.file, "line": p.line}
+        out: dict[str, Any] = {
+            "path": p.path,
+            "type": p.type,
+            "message": p.message,
+            "case": self.case,
+            "fix": self.fix,
+            "file": p.file,
+            "line": p.line,
+        }
         if p.breaks_on:
             out["breaks_on"] = p.breaks_on
         return out
@@ -195,13 +204,20 @@ def resolve_method(method: str) -> str:
 
     resolved = resolve_method_alias(method)
     if resolved not in DIAGNOSE_METHODS:
-        raise ValueError(f"method {method!r} resolves to {resolved!r}, which pickles nothing at worker "
-                         f"start; choose one of {', '.join(DIAGNOSE_METHODS)} or a platform that uses them")
+        raise ValueError(
+            f"method {method!r} resolves to {resolved!r}, which pickles nothing at worker "
+            f"start; choose one of {', '.join(DIAGNOSE_METHODS)} or a platform that uses them"
+        )
     return resolved
 
 
-def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, target: str | None = None,
-             progress: Progress | None = None) -> Diagnosis:
+def diagnose(
+    obj: Any,
+    method: str = "spawn",
+    num_workers: int | None = None,
+    target: str | None = None,
+    progress: Progress | None = None,
+) -> Diagnosis:
     """Diagnose a live ``DataLoader`` or ``Dataset`` in this process: the whole round trip of a
     worker start (:mod:`harness.inspect.worker_start`: send, load, indices, first batch back).
 
@@ -238,21 +254,39 @@ def diagnose(obj: Any, method: str = "spawn", num_workers: int | None = None, ta
     name = target or f"<{type(obj).__module__}.{type(obj).__qualname__} object>"
     with user_code_guard():
         trip = follow_trip(obj, num_workers, progress or quiet)
-    findings = [Finding(p, *hints.case_for_problem(p)) for p in trip.problems]
-    return Diagnosis(target=name, method=method, num_workers=trip.num_workers, payload=trip.payload,
-                     findings=[f for f in findings if not f.problem.breaks_on],
-                     hazards=[f for f in findings if f.problem.breaks_on], batch_note=trip.batch_note)
+    known = hints.catalogue_hints()
+    findings = [_finding(p, known) for p in trip.problems]
+    return Diagnosis(
+        target=name,
+        method=method,
+        num_workers=trip.num_workers,
+        payload=trip.payload,
+        findings=[f for f in findings if not f.problem.breaks_on],
+        hazards=[f for f in findings if f.problem.breaks_on],
+        batch_note=trip.batch_note,
+    )
+
+
+def _finding(p: Problem, known: hints.Hints) -> Finding:
+    case = known.case_for_problem(p)
+    return Finding(p, case.id if case else None, case.fix if case else None)
 
 
 def diagnosis_to_child(result: Diagnosis) -> dict[str, Any]:
     """Everything :func:`diagnosis_from_child` needs to rebuild ``result`` in the parent (JSON)."""
+
     def findings(items: list[Finding]) -> list[dict[str, Any]]:
-        return [{"problem": dataclasses.asdict(f.problem), "case": f.case, "fix": f.fix} for f in items]
+        return [
+            {"problem": dataclasses.asdict(f.problem), "case": f.case, "fix": f.fix} for f in items
+        ]
 
     return {
-        "target": result.target, "method": result.method, "num_workers": result.num_workers,
+        "target": result.target,
+        "method": result.method,
+        "num_workers": result.num_workers,
         "payload": dataclasses.asdict(result.payload) if result.payload else None,
-        "findings": findings(result.findings), "hazards": findings(result.hazards),
+        "findings": findings(result.findings),
+        "hazards": findings(result.hazards),
         "batch_note": result.batch_note,
     }
 
@@ -264,12 +298,16 @@ def _problem(data: dict[str, Any]) -> Problem:
 
 def diagnosis_from_child(data: dict[str, Any]) -> Diagnosis:
     """The :class:`Diagnosis` that :func:`diagnosis_to_child` wrote in the child process."""
+
     def findings(items: list[dict[str, Any]]) -> list[Finding]:
         return [Finding(_problem(f["problem"]), f["case"], f["fix"]) for f in items]
 
     return Diagnosis(
-        target=data["target"], method=data["method"], num_workers=data["num_workers"],
+        target=data["target"],
+        method=data["method"],
+        num_workers=data["num_workers"],
         payload=Payload(**data["payload"]) if data["payload"] else None,
-        findings=findings(data["findings"]), hazards=findings(data.get("hazards", [])),
+        findings=findings(data["findings"]),
+        hazards=findings(data.get("hazards", [])),
         batch_note=data.get("batch_note", ""),
     )

@@ -114,7 +114,11 @@ def _child_pythonpath(env: dict[str, str]) -> None:
     import harness
 
     root = os.path.realpath(Path(harness.__file__).resolve().parent.parent)
-    sites = [*site.getsitepackages(), site.getusersitepackages()] if hasattr(site, "getsitepackages") else []
+    sites = (
+        [*site.getsitepackages(), site.getusersitepackages()]
+        if hasattr(site, "getsitepackages")
+        else []
+    )
     if root in {os.path.realpath(d) for d in sites}:
         return
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -131,7 +135,9 @@ def _popen_options() -> dict[str, Any]:
     else:
         options["start_new_session"] = True
     try:
-        options["stdout"] = sys.__stderr__.fileno() if sys.__stderr__ is not None else subprocess.DEVNULL
+        options["stdout"] = (
+            sys.__stderr__.fileno() if sys.__stderr__ is not None else subprocess.DEVNULL
+        )
     except (OSError, ValueError):
         options["stdout"] = subprocess.DEVNULL
     return options
@@ -166,8 +172,9 @@ def _read_back(workdir: Path) -> tuple[dict[str, Any] | None, str]:
     return result, stage
 
 
-def run_child(target: str, method: str, num_workers: int | None, timeout_s: float,
-              memory_bytes: int | None) -> ChildRun:
+def run_child(
+    target: str, method: str, num_workers: int | None, timeout_s: float, memory_bytes: int | None
+) -> ChildRun:
     """Run load_target + diagnose on ``target`` in ``python -m harness._diagnose_child``.
 
     The child runs in the current directory, in its own session (POSIX) or process group
@@ -185,18 +192,31 @@ def run_child(target: str, method: str, num_workers: int | None, timeout_s: floa
     from harness import _containment
 
     workdir = Path(tempfile.mkdtemp(prefix="hd-"))
-    spec = {"target": target, "method": method, "num_workers": num_workers, "memory_bytes": memory_bytes,
-            "result": str(workdir / "result.json"), "stage": str(workdir / "stage.txt")}
+    spec = {
+        "target": target,
+        "method": method,
+        "num_workers": num_workers,
+        "memory_bytes": memory_bytes,
+        "result": str(workdir / "result.json"),
+        "stage": str(workdir / "stage.txt"),
+    }
     env = _containment.child_env()
     _child_pythonpath(env)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "harness._diagnose_child", json.dumps(spec)],
-                                env=env, **_popen_options())
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness._diagnose_child", json.dumps(spec)],
+            env=env,
+            **_popen_options(),
+        )
         _containment.track(proc.pid)
         timed_out = _wait(proc, timeout_s)
         result, stage = _read_back(workdir)
-        return ChildRun(result=None if timed_out else result, returncode=proc.returncode,
-                        timed_out=timed_out, stage=stage)
+        return ChildRun(
+            result=None if timed_out else result,
+            returncode=proc.returncode,
+            timed_out=timed_out,
+            stage=stage,
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -220,25 +240,47 @@ def _ended(returncode: int | None, memory: int | None) -> str:
     return f"was killed by signal {name}{bound}"
 
 
-def _outcome(target: str, run: ChildRun, timeout_s: float, memory: int | None) -> tuple[int, Diagnosis | None, str]:
+def _outcome(
+    target: str, run: ChildRun, timeout_s: float, memory: int | None
+) -> tuple[int, Diagnosis | None, str]:
     """``(exit code, diagnosis or None, one-line error or "")`` for one target's child run."""
     while_ = f" while {run.stage}" if run.stage else ""
     if run.timed_out:
-        return 2, None, (f"harness diagnose: error: {target}: timed out after {timeout_s:g} s{while_}; the process "
-                         "tree running it was killed (a longer --timeout gives it more time)")
+        return (
+            2,
+            None,
+            (
+                f"harness diagnose: error: {target}: timed out after {timeout_s:g} s{while_}; the process "
+                "tree running it was killed (a longer --timeout gives it more time)"
+            ),
+        )
     result = run.result
     if result is None:
-        return 1, None, (f"harness diagnose: {target}: UNSAFE: the process running it "
-                         f"{_ended(run.returncode, memory)}{while_}, before it could report: the target's own code "
-                         "ended it")
+        return (
+            1,
+            None,
+            (
+                f"harness diagnose: {target}: UNSAFE: the process running it "
+                f"{_ended(run.returncode, memory)}{while_}, before it could report: the target's own code "
+                "ended it"
+            ),
+        )
     kind = result.get("kind")
     if kind == "diagnosis":
         diagnosis = diagnosis_from_child(result["diagnosis"])
         return (0 if diagnosis.safe else 1), diagnosis, ""
     message = result.get("message", "")
     if kind == "memory" or "MemoryError" in message:
-        limit = f" (limit: {_gib(memory)} more than at start; set {MEMORY_ENV} to change it, 0 lifts it)" if memory else ""
-        return 2, None, f"harness diagnose: error: {target}: ran out of memory{while_}{limit}: {message}"
+        limit = (
+            f" (limit: {_gib(memory)} more than at start; set {MEMORY_ENV} to change it, 0 lifts it)"
+            if memory
+            else ""
+        )
+        return (
+            2,
+            None,
+            f"harness diagnose: error: {target}: ran out of memory{while_}{limit}: {message}",
+        )
     if kind == "target-error":
         return 2, None, f"harness diagnose: error: {message}"
     return 2, None, f"harness diagnose: error: {target}: {message}"
@@ -252,6 +294,7 @@ def _say(line: str) -> None:
 @contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
     """SIGTERM stops the command like Ctrl-C (killing the child's tree), in the main thread."""
+
     def interrupt(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - a handler's signature
         raise KeyboardInterrupt
 
@@ -276,7 +319,9 @@ class _Settings:
     memory: int | None
 
 
-def _report(one: str, first: bool, run: ChildRun, settings: _Settings) -> tuple[int, dict[str, Any]]:
+def _report(
+    one: str, first: bool, run: ChildRun, settings: _Settings
+) -> tuple[int, dict[str, Any]]:
     """Print one target's diagnosis (or its one-line error); ``(exit code, its JSON entry)``."""
     code, diagnosis, error = _outcome(one, run, settings.timeout_s, settings.memory)
     if error or diagnosis is None:
@@ -284,7 +329,9 @@ def _report(one: str, first: bool, run: ChildRun, settings: _Settings) -> tuple[
         if settings.fmt == "github":
             print(github_command("error", error, "harness diagnose"))
         return code, {"target": one, "error": error}
-    if settings.fmt == "text":  # names and messages come from the user's code: no escape sequence reaches the terminal
+    if (
+        settings.fmt == "text"
+    ):  # names and messages come from the user's code: no escape sequence reaches the terminal
         print(("" if first else "\n") + terminal(diagnosis.format_text()))
     elif settings.fmt == "github" and (diagnosis.findings or diagnosis.hazards):
         print(diagnosis.format_github())
@@ -292,9 +339,14 @@ def _report(one: str, first: bool, run: ChildRun, settings: _Settings) -> tuple[
     return code, diagnosis.to_json()
 
 
-def diagnose_command(target: str | Sequence[str], method: str = "spawn", as_json: bool = False,
-                     num_workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                     output_format: str | None = None) -> int:
+def diagnose_command(
+    target: str | Sequence[str],
+    method: str = "spawn",
+    as_json: bool = False,
+    num_workers: int | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    output_format: str | None = None,
+) -> int:
     """``harness diagnose``: diagnose each target in its own child process and print the diagnoses.
 
     Args:
@@ -325,7 +377,9 @@ def diagnose_command(target: str | Sequence[str], method: str = "spawn", as_json
     try:
         if fmt not in FORMATS:
             raise ValueError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
-        settings = _Settings(fmt, resolve_method(method), num_workers, timeout_s, memory_limit_bytes())
+        settings = _Settings(
+            fmt, resolve_method(method), num_workers, timeout_s, memory_limit_bytes()
+        )
     except ValueError as exc:
         _say(f"harness diagnose: error: {exc}")
         return 2

@@ -51,7 +51,11 @@ def _finding_lines(i: int, f: Finding) -> list[str]:
         lines.append(f"   at:      {f.location}")
     short = p.exc_type.rsplit(".", 1)[-1]
     # "pickles, but unpickling in the worker fails: RecursionError: ..." names its exception already
-    message = p.message if f"{short}:" in p.message or p.message.endswith(short) else f"{p.exc_type}: {p.message}"
+    message = (
+        p.message
+        if f"{short}:" in p.message or p.message.endswith(short)
+        else f"{p.exc_type}: {p.message}"
+    )
     lines += [f"   type:    {p.type}", f"   message: {message}"]
     if p.breaks_on:
         lines.append(f"   breaks:  on Python {p.breaks_on} and later")
@@ -65,12 +69,18 @@ def _payload_lines(d: Diagnosis) -> list[str]:
     if d.payload is None:
         return ["payload: not measured (the worker arguments do not pickle)"]
     per = d.payload.total_bytes
-    lines = [f"payload: {_size(per)} per worker x {plural(d.num_workers, 'worker')} = {_size(per * d.num_workers)}"]
+    lines = [
+        f"payload: {_size(per)} per worker x {plural(d.num_workers, 'worker')} = {_size(per * d.num_workers)}"
+    ]
     if d.payload.buffer_bytes:
-        lines.append(f"  of which {_size(d.payload.buffer_bytes)} per worker is array data (numpy and other buffers)")
+        lines.append(
+            f"  of which {_size(d.payload.buffer_bytes)} per worker is array data (numpy and other buffers)"
+        )
     if d.payload.storage_bytes:
-        lines.append(f"  of which {_size(d.payload.storage_bytes)} per worker is torch tensor storage, moved once "
-                     "to shared memory rather than copied per worker")
+        lines.append(
+            f"  of which {_size(d.payload.storage_bytes)} per worker is torch tensor storage, moved once "
+            "to shared memory rather than copied per worker"
+        )
     return lines
 
 
@@ -81,8 +91,11 @@ def format_text(d: Diagnosis) -> str:
         lines += ["", *_finding_lines(i, f)]
     if d.hazards:
         n = len(d.hazards)
-        lines += ["", f"hazards: {plural(n, 'object')} {'pickles' if n == 1 else 'pickle'} on Python "
-                  f"{_python()} but not on a newer Python (not counted as unsafe here):"]
+        lines += [
+            "",
+            f"hazards: {plural(n, 'object')} {'pickles' if n == 1 else 'pickle'} on Python "
+            f"{_python()} but not on a newer Python (not counted as unsafe here):",
+        ]
         for i, f in enumerate(d.hazards, 1):
             lines += ["", *_finding_lines(i, f)]
     if d.batch_note:
@@ -104,7 +117,9 @@ def _github_data(text: str) -> str:
     return visible(_github_escape(text))
 
 
-def github_command(level: str, message: str, title: str, file: str | None = None, line: int | None = None) -> str:
+def github_command(
+    level: str, message: str, title: str, file: str | None = None, line: int | None = None
+) -> str:
     """One GitHub workflow command: ``::error file=F,line=L,title=T::message`` (``level`` is
     ``error`` or ``warning``; no ``file``/``line`` when ``file`` is ``None``).
 

@@ -59,8 +59,10 @@ def _import_file(path: Path) -> ModuleType:
         existing_file = getattr(existing, "__file__", None)
         if existing_file and Path(existing_file).resolve() == resolved:
             return existing
-        raise TargetError(f"{path}: module name {name!r} is already taken by "
-                          f"{existing_file or 'a built-in module'}; rename the file or use package.module:attr")
+        raise TargetError(
+            f"{path}: module name {name!r} is already taken by "
+            f"{existing_file or 'a built-in module'}; rename the file or use package.module:attr"
+        )
     spec = importlib.util.spec_from_file_location(name, resolved)
     if spec is None or spec.loader is None:
         raise TargetError(f"{path}: not an importable Python file")
@@ -83,8 +85,12 @@ def _kind_of(obj: Any) -> str | None:
         return "loader"
     if isinstance(obj, Dataset):
         return "dataset"
-    if (not callable(obj) and hasattr(obj, "__getitem__") and hasattr(obj, "__len__")
-            and not isinstance(obj, (str, bytes, bytearray, Mapping))):
+    if (
+        not callable(obj)
+        and hasattr(obj, "__getitem__")
+        and hasattr(obj, "__len__")
+        and not isinstance(obj, (str, bytes, bytearray, Mapping))
+    ):
         return "dataset"  # DataLoader accepts any sized indexable object as a map-style dataset
     return None
 
@@ -96,7 +102,9 @@ def _checked_kind(obj: Any, target: str) -> str | None:
         return _kind_of(obj)
     except BaseException as exc:  # noqa: BLE001 - user attribute hooks may raise anything
         reraise_if_interrupted(exc)
-        raise TargetError(f"{target}: inspecting the object raised {describe_exception(exc)}") from None
+        raise TargetError(
+            f"{target}: inspecting the object raised {describe_exception(exc)}"
+        ) from None
 
 
 def _split(target: str) -> tuple[str, str, bool]:
@@ -143,7 +151,9 @@ def _attribute(obj: Any, module_part: str, attr: str, target: str) -> Any:
             raise TargetError(f"{module_part}: has no attribute {attr!r}") from None
         except BaseException as exc:  # noqa: BLE001 - a module __getattr__ may raise anything
             reraise_if_interrupted(exc)
-            raise TargetError(f"{target}: getting {attr!r} raised {describe_exception(exc)}") from None
+            raise TargetError(
+                f"{target}: getting {attr!r} raised {describe_exception(exc)}"
+            ) from None
     return obj
 
 
@@ -188,6 +198,8 @@ def load_target(target: str, progress: Progress | None = None) -> Any:
         kind = _checked_kind(obj, target)
     if kind is None:
         t = type(obj)
-        raise TargetError(f"{target}: got {t.__module__}.{t.__qualname__}, not a DataLoader, a Dataset "
-                          "or a zero-argument callable returning one")
+        raise TargetError(
+            f"{target}: got {t.__module__}.{t.__qualname__}, not a DataLoader, a Dataset "
+            "or a zero-argument callable returning one"
+        )
     return obj

@@ -127,10 +127,27 @@ def worker_start(obj: Any, num_workers: int | None = None) -> WorkerStart:
         n = DEFAULT_NUM_WORKERS if num_workers is None else num_workers
         obj = DataLoader(obj, num_workers=n)  # no worker starts until it is iterated
     n = obj.num_workers if num_workers is None else num_workers
-    roots = {"dataset": obj.dataset, "collate_fn": obj.collate_fn, "worker_init_fn": obj.worker_init_fn}
-    args = (obj._dataset_kind, obj.dataset, obj._auto_collation, obj.collate_fn, obj.drop_last,
-            0, obj.worker_init_fn, 0, n, obj.persistent_workers, None)
-    return WorkerStart(roots=roots, args=args, num_workers=n, index_sampler=obj._index_sampler, sampler=obj.sampler)
+    roots = {
+        "dataset": obj.dataset,
+        "collate_fn": obj.collate_fn,
+        "worker_init_fn": obj.worker_init_fn,
+    }
+    args = (
+        obj._dataset_kind,
+        obj.dataset,
+        obj._auto_collation,
+        obj.collate_fn,
+        obj.drop_last,
+        0,
+        obj.worker_init_fn,
+        0,
+        n,
+        obj.persistent_workers,
+        None,
+    )
+    return WorkerStart(
+        roots=roots, args=args, num_workers=n, index_sampler=obj._index_sampler, sampler=obj.sampler
+    )
 
 
 def first_indices(index_sampler: Any) -> Any:
@@ -205,7 +222,9 @@ def first_batch(args: Sequence[Any], indices: Any) -> Any:
     from torch.utils.data import _DatasetKind
     from torch.utils.data._utils import worker as torch_worker
 
-    kind, dataset, auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id, n = args[:9]
+    kind, dataset, auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id, n = args[
+        :9
+    ]
     py_state, np_state = random.getstate(), np.random.get_state()
     previous_info = torch_worker._worker_info
     try:
@@ -214,12 +233,15 @@ def first_batch(args: Sequence[Any], indices: Any) -> Any:
             random.seed(seed)
             torch.manual_seed(seed)
             np.random.seed(torch_worker._generate_state(base_seed, worker_id))
-            torch_worker._worker_info = torch_worker.WorkerInfo(id=worker_id, num_workers=n, seed=seed,
-                                                                dataset=dataset)
+            torch_worker._worker_info = torch_worker.WorkerInfo(
+                id=worker_id, num_workers=n, seed=seed, dataset=dataset
+            )
             try:
                 if init_fn is not None:
                     init_fn(worker_id)
-                fetcher = _DatasetKind.create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last)
+                fetcher = _DatasetKind.create_fetcher(
+                    kind, dataset, auto_collation, collate_fn, drop_last
+                )
                 return fetcher.fetch(indices)
             except Exception:  # noqa: BLE001 - sent to the main process and re-raised there, under every method
                 return NOTHING
@@ -249,27 +271,39 @@ def index_problems(indices: Any) -> list[Problem]:
         except BaseException as exc:  # noqa: BLE001 - a failing reconstructor may raise anything
             reraise_if_interrupted(exc)
             file, line = sites.site_along(item, [indices])
-            return [Problem(
-                path="indices" if i is None else f"indices[{i}]",
-                type=type_name(item),
-                message=f"pickles, but unpickling in the worker fails: {describe_exception(exc)}",
-                exc_type=type(exc).__name__,
-                label="index-unpickle",
-                root="indices",
-                file=file,
-                line=line,
-                classes=class_names(type(item)),
-            )]
+            return [
+                Problem(
+                    path="indices" if i is None else f"indices[{i}]",
+                    type=type_name(item),
+                    message=f"pickles, but unpickling in the worker fails: {describe_exception(exc)}",
+                    exc_type=type(exc).__name__,
+                    label="index-unpickle",
+                    root="indices",
+                    file=file,
+                    line=line,
+                    classes=class_names(type(item)),
+                )
+            ]
     return []
 
 
-def _raised(path: str, obj: Any, what: str, exc: BaseException, root: str, anchors: Iterable[Any]) -> Problem:
+def _raised(
+    path: str, obj: Any, what: str, exc: BaseException, root: str, anchors: Iterable[Any]
+) -> Problem:
     """A problem for user code that raised while the worker start was being prepared; placed
     at ``obj``'s site or the first of ``anchors`` with a user-defined one."""
     file, line = sites.site_along(obj, anchors)
-    return Problem(path=path, type=type_name(obj), message=f"{what} raised {describe_exception(exc)}",
-                   exc_type=type_name(exc), label="raised", root=root, file=file, line=line,
-                   classes=class_names(type(obj)))
+    return Problem(
+        path=path,
+        type=type_name(obj),
+        message=f"{what} raised {describe_exception(exc)}",
+        exc_type=type_name(exc),
+        label="raised",
+        root=root,
+        file=file,
+        line=line,
+        classes=class_names(type(obj)),
+    )
 
 
 @dataclass
@@ -305,9 +339,11 @@ def follow_trip(obj: Any, num_workers: int | None, step: Progress) -> Trip:
         start = worker_start(obj, num_workers)
     except BaseException as exc:  # noqa: BLE001 - DataLoader(obj) runs the object's own hooks
         reraise_if_interrupted(exc)
-        return Trip(num_workers=DEFAULT_NUM_WORKERS if num_workers is None else num_workers,
-                    problems=[_raised("dataset", obj, "DataLoader(dataset)", exc, "dataset", [])],
-                    batch_note="the loader could not be built")
+        return Trip(
+            num_workers=DEFAULT_NUM_WORKERS if num_workers is None else num_workers,
+            problems=[_raised("dataset", obj, "DataLoader(dataset)", exc, "dataset", [])],
+            batch_note="the loader could not be built",
+        )
     trip = Trip(num_workers=start.num_workers)
     loaded = _send_arguments(start, step, trip)
     indices, index_failed = _send_indices(start, step, trip)
@@ -327,8 +363,15 @@ def _send_arguments(start: WorkerStart, step: Progress, trip: Trip) -> Any:
     except BaseException as exc:  # noqa: BLE001 - any pickling failure means: walk to find where
         reraise_if_interrupted(exc)
         failure = exc
-    found, loaded = _trip(start.roots, start.args, "the worker arguments", step, "(worker arguments)",
-                          [start.roots["dataset"]], failure)
+    found, loaded = _trip(
+        start.roots,
+        start.args,
+        "the worker arguments",
+        step,
+        "(worker arguments)",
+        [start.roots["dataset"]],
+        failure,
+    )
     trip.problems += found
     return loaded
 
@@ -340,8 +383,16 @@ def _send_indices(start: WorkerStart, step: Progress, trip: Trip) -> tuple[Any, 
         indices = _draw_indices(start.index_sampler)
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt... from the sampler
         reraise_if_interrupted(exc)
-        trip.problems.append(_raised("indices", start.index_sampler, "drawing the first indices", exc, "indices",
-                                     [start.sampler, start.roots["dataset"]]))
+        trip.problems.append(
+            _raised(
+                "indices",
+                start.index_sampler,
+                "drawing the first indices",
+                exc,
+                "indices",
+                [start.sampler, start.roots["dataset"]],
+            )
+        )
         return NOTHING, True
     step("pickling the first indices")
     found = index_problems(indices)
@@ -349,7 +400,9 @@ def _send_indices(start: WorkerStart, step: Progress, trip: Trip) -> tuple[Any, 
     return indices, bool(found)
 
 
-def _send_back_first_batch(start: WorkerStart, loaded: Any, indices: Any, step: Progress, trip: Trip) -> None:
+def _send_back_first_batch(
+    start: WorkerStart, loaded: Any, indices: Any, step: Progress, trip: Trip
+) -> None:
     """Build the first batch in the worker's copy and round-trip it back to the main process."""
     anchors = [start.roots["collate_fn"], start.roots["dataset"]]
     step("building the first batch in the worker's copy of the loader")
@@ -357,14 +410,26 @@ def _send_back_first_batch(start: WorkerStart, loaded: Any, indices: Any, step: 
         batch = first_batch(loaded, _received(indices))
     except BaseException as exc:  # noqa: BLE001 - SystemExit... from worker_init_fn, the dataset, collate_fn
         reraise_if_interrupted(exc)
-        trip.problems.append(_raised("batch", loaded[1], "building the first batch", exc, "batch", anchors))
+        trip.problems.append(
+            _raised("batch", loaded[1], "building the first batch", exc, "batch", anchors)
+        )
         return
     if batch is NOTHING:
-        trip.batch_note = ("worker_init_fn, the dataset or collate_fn raised an Exception (the main process "
-                           "re-raises it under every start method) or the dataset is exhausted")
+        trip.batch_note = (
+            "worker_init_fn, the dataset or collate_fn raised an Exception (the main process "
+            "re-raises it under every start method) or the dataset is exhausted"
+        )
         return
     step("pickling the first batch back to the main process")
-    found, _ = _trip({"batch": batch}, batch, "the first batch", step, "batch", anchors, loader="the main process")
+    found, _ = _trip(
+        {"batch": batch},
+        batch,
+        "the first batch",
+        step,
+        "batch",
+        anchors,
+        loader="the main process",
+    )
     trip.problems += found
 
 
@@ -384,8 +449,16 @@ def _batch_note(loaded: Any, indices: Any, index_failed: bool) -> str:
     return ""
 
 
-def _trip(roots: dict[str, Any], whole: Any, what: str, step: Progress, whole_path: str, anchors: list[Any],
-          dump_failure: BaseException | None = None, loader: str = "a worker") -> tuple[list[Problem], Any]:
+def _trip(
+    roots: dict[str, Any],
+    whole: Any,
+    what: str,
+    step: Progress,
+    whole_path: str,
+    anchors: list[Any],
+    dump_failure: BaseException | None = None,
+    loader: str = "a worker",
+) -> tuple[list[Problem], Any]:
     """The problems of ``whole``'s round trip (and its hazards), and its loaded copy.
 
     ``whole`` is pickled and loaded back as a worker does; if that fails, or it holds an object
@@ -420,9 +493,22 @@ def _trip(roots: dict[str, Any], whole: Any, what: str, step: Progress, whole_pa
     problems = find_problems(roots, load=True, hazards=True)
     if failure is not None and not any(not p.breaks_on for p in problems):
         # The parts fail only together; say so rather than pass silently.
-        problems.insert(0, Problem(path=whole_path, type=type_name(whole), message=first_line(failure),
-                                   exc_type=type_name(getattr(failure, "cause", failure)), label="other",
-                                   root=whole_path, classes=class_names(type(whole))))
+        problems.insert(
+            0,
+            Problem(
+                path=whole_path,
+                type=type_name(whole),
+                message=first_line(failure),
+                exc_type=type_name(getattr(failure, "cause", failure)),
+                label="other",
+                root=whole_path,
+                classes=class_names(type(whole)),
+            ),
+        )
     anchor_file, anchor_line = sites.first_user_site(anchors)
-    return [p if p.file or not anchor_file else dataclasses.replace(p, file=anchor_file, line=anchor_line)
-            for p in problems], loaded
+    return [
+        p
+        if p.file or not anchor_file
+        else dataclasses.replace(p, file=anchor_file, line=anchor_line)
+        for p in problems
+    ], loaded
