@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _limit_memory(extra_bytes: int | None) -> None:
@@ -46,13 +47,13 @@ def _limit_memory(extra_bytes: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _write(path: Path, data: dict) -> None:
+def _write(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data), encoding="utf-8")
     os.replace(tmp, path)
 
 
-def main(argv: list[str]) -> dict:
+def main(argv: list[str]) -> dict[str, Any]:
     """Diagnose the target in SPEC (``argv[0]``) and return the result to write.
 
     Raises:

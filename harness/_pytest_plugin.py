@@ -143,7 +143,8 @@ def _apply_profile(emulating: Any) -> None:
     except ImportError:  # pragma: no cover - the harness depends on torch
         pass
     else:
-        torch.multiprocessing.set_sharing_strategy(emulating.sharing_strategy)
+        set_sharing_strategy: Any = torch.multiprocessing.set_sharing_strategy  # torch leaves it unannotated
+        set_sharing_strategy(emulating.sharing_strategy)
     _TEMP_DIR = emulated_temp_dir(emulating)
 
 

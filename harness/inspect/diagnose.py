@@ -293,7 +293,8 @@ def diagnosis_to_child(result: Diagnosis) -> dict[str, Any]:
 
 def _problem(data: dict[str, Any]) -> Problem:
     """A :class:`Problem` from its JSON form (its tuples arrive as lists)."""
-    return Problem(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return Problem(**fields)
 
 
 def diagnosis_from_child(data: dict[str, Any]) -> Diagnosis:

@@ -70,7 +70,6 @@ __all__ = [
     "Declaration",
     "Hints",
     "case_for_error",
-    "case_for_problem",
     "catalogue_hints",
     "fix_description",
     "matches_error",
@@ -303,13 +302,6 @@ def catalogue_hints(catalogue_dirs: Sequence[Path] | None = None) -> Hints:
         else _project_dirs()
     )
     return _hints_for(project)
-
-
-def case_for_problem(p: Problem) -> tuple[str | None, str | None]:
-    """``(case id, fix case id)`` of the case ``p`` matches (:meth:`Hints.case_for_problem`), or
-    ``(None, None)``."""
-    case = catalogue_hints().case_for_problem(p)
-    return (case.id, case.fix) if case else (None, None)
 
 
 def case_for_error(kind: str | None, text: str) -> Case | None:

@@ -28,7 +28,8 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, BinaryIO
 
 from harness._catalogue import Case, default_catalogue_dir
 from harness._classify import Verdict, classify
@@ -62,7 +63,7 @@ class ScriptSpec(CellSpec):
     argv: tuple[str, ...] = ()
     cwd: str = ""
 
-    def to_child(self) -> dict:
+    def to_child(self) -> dict[str, Any]:
         """The cell spec plus ``argv`` and ``cwd`` (read by :func:`harness._cell.run_spec`).
 
         A user's script never calls ``cell.check``: one that ends normally passes, so the
@@ -292,21 +293,8 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
     if not path.is_file():
         raise FileNotFoundError(f"{script}: script not found")
     resolved = resolve_method(method)
-    abspath = path.resolve()
-    case = Case(
-        id="reproduce",
-        family="user-script",
-        title=abspath.name,
-        why="",
-        expect=dict.fromkeys(METHODS, "pass"),
-        sources=(),
-        module=abspath.stem,
-        path=abspath,
-        root=abspath.parent,
-        script=True,
-    )
     emulating = PROFILES.get(method)
-    spec = ScriptSpec(case=case, method=resolved, num_workers=DEFAULT_WORKERS, timeout_s=timeout_s,
+    spec = ScriptSpec(case=_script_case(path), method=resolved, num_workers=DEFAULT_WORKERS, timeout_s=timeout_s,
                       profile=emulating.id if emulating else None, argv=tuple(argv), cwd=cwd or os.getcwd())
     long_temp = emulated_temp_dir(emulating) if emulating else None
     try:
@@ -318,24 +306,24 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
     stderr = run.observation.stderr
     tail = [line for line in stderr.splitlines() if line.strip()][-12:]
     case = case_for(verdict, stderr)
-    return Reproduction(
-        script=str(script),
-        method=resolved,
-        requested=method,
-        verdict=verdict,
-        duration_s=run.wall_s,
-        hint=hint_for(verdict, timeout_s, stderr),
-        stderr_tail=tail if verdict.outcome != "pass" else [],
-        note=python_note(method),
-        case=case.id if case else None,
-        fix=case.fix if case else None,
-    )
+    return Reproduction(script=str(script), method=resolved, requested=method, verdict=verdict,
+                        duration_s=run.wall_s, hint=hint_for(verdict, timeout_s, stderr),
+                        stderr_tail=tail if verdict.outcome != "pass" else [], note=python_note(method),
+                        case=case.id if case else None, fix=case.fix if case else None)
+
+
+def _script_case(path: Path) -> Case:
+    """The user's script as a script case of its own: run as ``__main__``, expected to pass."""
+    abspath = path.resolve()
+    return Case(id="reproduce", family="user-script", title=abspath.name, why="",
+                expect=dict.fromkeys(METHODS, "pass"), sources=(), module=abspath.stem, path=abspath,
+                root=abspath.parent, script=True)
 
 
 def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,
                       as_json: bool = False, argv: list[str] | tuple[str, ...] = ()) -> int:
     """``harness reproduce``: print the result; return 0 on pass, 1 otherwise, 2 on a usage error."""
-    def interrupt(signum, frame):  # noqa: ARG001 - Ctrl-C or SIGTERM: stop, then clean up below
+    def interrupt(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - Ctrl-C or SIGTERM: stop, then clean up below
         signal.signal(signum, signal.SIG_IGN)
         raise KeyboardInterrupt
 
@@ -369,7 +357,7 @@ CLASSIFY_MAX_BYTES = 4 * 2**20
 CLASSIFY_STREAM_LIMIT_BYTES = 64 * 2**20
 
 
-def _read_tail(f) -> bytes:
+def _read_tail(f: BinaryIO) -> bytes:
     """The last :data:`CLASSIFY_MAX_BYTES` of ``f``: seeking on a regular file, else reading at
     most :data:`CLASSIFY_STREAM_LIMIT_BYTES` (an endless stream such as ``/dev/zero`` stops there)."""
     try:

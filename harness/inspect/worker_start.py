@@ -40,8 +40,10 @@ restored. Call :func:`follow_trip` inside :func:`harness.inspect.walker.user_cod
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import pickle
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
@@ -71,7 +73,6 @@ __all__ = [
     "Trip",
     "WorkerStart",
     "first_batch",
-    "first_indices",
     "follow_trip",
     "index_problems",
     "worker_start",
@@ -150,18 +151,6 @@ def worker_start(obj: Any, num_workers: int | None = None) -> WorkerStart:
     )
 
 
-def first_indices(index_sampler: Any) -> Any:
-    """The first item the main process puts on a worker's index queue, or ``None``.
-
-    ``None`` also when the sampler is empty or raises an ``Exception``; see :func:`_draw_indices`.
-
-    Raises:
-        BaseException: see :func:`_draw_indices`.
-    """
-    drawn = _draw_indices(index_sampler)
-    return None if drawn is NOTHING else drawn
-
-
 def _draw_indices(index_sampler: Any) -> Any:
     """The first item the main process puts on a worker's index queue, or :data:`NOTHING`.
 
@@ -215,16 +204,38 @@ def first_batch(args: Sequence[Any], indices: Any) -> Any:
         BaseException: what the user's code raises that is not an ``Exception``
             (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``): it ends the worker.
     """
+    kind, dataset, auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id, n = args[
+        :9
+    ]
+    with _as_worker(dataset, base_seed, worker_id, n):
+        try:
+            if init_fn is not None:
+                init_fn(worker_id)
+            fetcher = _dataset_kind().create_fetcher(
+                kind, dataset, auto_collation, collate_fn, drop_last
+            )
+            return fetcher.fetch(indices)
+        except Exception:  # noqa: BLE001 - sent to the main process and re-raised there, under every method
+            return NOTHING
+
+
+def _dataset_kind() -> Any:
+    """torch's ``_DatasetKind`` (its ``create_fetcher`` is not annotated)."""
+    from torch.utils.data import _DatasetKind
+
+    return _DatasetKind
+
+
+@contextmanager
+def _as_worker(dataset: Any, base_seed: int, worker_id: int, num_workers: int) -> Iterator[None]:
+    """This process seeded and described as worker ``worker_id`` is by ``_worker_loop``; the
+    random states of ``random``, numpy and torch and ``get_worker_info()`` restored afterwards."""
     import random
 
     import numpy as np
     import torch
-    from torch.utils.data import _DatasetKind
-    from torch.utils.data._utils import worker as torch_worker
 
-    kind, dataset, auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id, n = args[
-        :9
-    ]
+    torch_worker: Any = importlib.import_module("torch.utils.data._utils.worker")
     py_state, np_state = random.getstate(), np.random.get_state()
     previous_info = torch_worker._worker_info
     try:
@@ -234,17 +245,9 @@ def first_batch(args: Sequence[Any], indices: Any) -> Any:
             torch.manual_seed(seed)
             np.random.seed(torch_worker._generate_state(base_seed, worker_id))
             torch_worker._worker_info = torch_worker.WorkerInfo(
-                id=worker_id, num_workers=n, seed=seed, dataset=dataset
+                id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset
             )
-            try:
-                if init_fn is not None:
-                    init_fn(worker_id)
-                fetcher = _DatasetKind.create_fetcher(
-                    kind, dataset, auto_collation, collate_fn, drop_last
-                )
-                return fetcher.fetch(indices)
-            except Exception:  # noqa: BLE001 - sent to the main process and re-raised there, under every method
-                return NOTHING
+            yield
     finally:
         torch_worker._worker_info = previous_info
         random.setstate(py_state)
@@ -493,22 +496,27 @@ def _trip(
     problems = find_problems(roots, load=True, hazards=True)
     if failure is not None and not any(not p.breaks_on for p in problems):
         # The parts fail only together; say so rather than pass silently.
-        problems.insert(
-            0,
-            Problem(
-                path=whole_path,
-                type=type_name(whole),
-                message=first_line(failure),
-                exc_type=type_name(getattr(failure, "cause", failure)),
-                label="other",
-                root=whole_path,
-                classes=class_names(type(whole)),
-            ),
-        )
-    anchor_file, anchor_line = sites.first_user_site(anchors)
-    return [
-        p
-        if p.file or not anchor_file
-        else dataclasses.replace(p, file=anchor_file, line=anchor_line)
-        for p in problems
-    ], loaded
+        problems.insert(0, _whole_problem(whole, whole_path, failure))
+    return _anchored(problems, anchors), loaded
+
+
+def _whole_problem(whole: Any, whole_path: str, failure: BaseException) -> Problem:
+    """One problem for a whole that fails although none of its parts does on its own."""
+    return Problem(
+        path=whole_path,
+        type=type_name(whole),
+        message=first_line(failure),
+        exc_type=type_name(getattr(failure, "cause", failure)),
+        label="other",
+        root=whole_path,
+        classes=class_names(type(whole)),
+    )
+
+
+def _anchored(problems: list[Problem], anchors: list[Any]) -> list[Problem]:
+    """``problems``, those with no site of their own placed at the first of ``anchors`` with a
+    user-defined one."""
+    file, line = sites.first_user_site(anchors)
+    if file is None:
+        return problems
+    return [p if p.file else dataclasses.replace(p, file=file, line=line) for p in problems]
