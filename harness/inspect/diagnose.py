@@ -254,8 +254,7 @@ def diagnose(
     name = target or f"<{type(obj).__module__}.{type(obj).__qualname__} object>"
     with user_code_guard():
         trip = follow_trip(obj, num_workers, progress or quiet)
-    known = hints.catalogue_hints()
-    findings = [_finding(p, known) for p in trip.problems]
+    findings = _findings(trip.problems)
     return Diagnosis(
         target=name,
         method=method,
@@ -267,9 +266,17 @@ def diagnose(
     )
 
 
-def _finding(p: Problem, known: hints.Hints) -> Finding:
-    case = known.case_for_problem(p)
-    return Finding(p, case.id if case else None, case.fix if case else None)
+def _findings(problems: list[Problem]) -> list[Finding]:
+    """Each problem with the catalogue case that stands for it (the catalogue is read only when
+    there is a problem)."""
+    if not problems:
+        return []
+    known = hints.catalogue_hints()
+    out = []
+    for p in problems:
+        case = known.case_for_problem(p)
+        out.append(Finding(p, case.id if case else None, case.fix if case else None))
+    return out
 
 
 def diagnosis_to_child(result: Diagnosis) -> dict[str, Any]:
