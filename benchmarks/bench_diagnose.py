@@ -70,7 +70,8 @@ def _child(mode: str, size_bytes: int, repeat: int) -> dict:
 
     import torch.multiprocessing  # noqa: F401 - torch's reducers, as in a real start
 
-    from harness._diagnose import diagnose, worker_start
+    from harness.inspect.diagnose import diagnose
+    from harness.inspect.worker_start import worker_start
 
     if mode == "diagnose":
         def op(ds):

@@ -148,19 +148,20 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from harness._listing import list_cases
+    from harness.inspect.listing import list_cases
 
     return list_cases(as_json=args.json, catalogue_dir=args.catalogue)
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from harness._explain import explain_command
+    from harness.inspect.explain import explain_command
 
     return explain_command(args.case, catalogue_dir=args.catalogue, matrix_path=args.matrix)
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    from harness._diagnose import DIAGNOSE_METHODS, diagnose_command
+    from harness.inspect.diagnose import DIAGNOSE_METHODS
+    from harness.inspect.diagnose_command import diagnose_command
 
     resolve_start_method(args.method, option=_start_method_flag(args), allowed=DIAGNOSE_METHODS)
     return diagnose_command(
@@ -173,13 +174,13 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 
 def _classify(args: argparse.Namespace) -> int:
-    from harness._reproduce import classify_command
+    from harness.inspect.reproduce import classify_command
 
     return classify_command(args.file, as_json=args.json)
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from harness._reproduce import reproduce_command
+    from harness.inspect.reproduce import reproduce_command
 
     resolve_start_method(args.method, option=_start_method_flag(args), available=True)
     return reproduce_command(

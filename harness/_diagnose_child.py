@@ -3,12 +3,12 @@
 SPEC is a JSON object: ``target``, ``method``, ``num_workers``, ``memory_bytes`` (address space
 this process may map beyond what it has once torch is imported, or ``null``), ``result`` (the
 file to write the outcome to) and ``stage`` (a file rewritten with each step, so the parent can
-say what a killed child was doing). The parent (:func:`harness._diagnose.run_child`) starts it
-in its own session or process group and kills its whole tree on timeout or when it ends.
+say what a killed child was doing). The parent (:func:`harness.inspect.diagnose_command.run_child`)
+starts it in its own session or process group and kills its whole tree on timeout or when it ends.
 
 The result file is written once, atomically, as ``{"kind": ...}``:
 
-* ``diagnosis``: ``{"diagnosis": ...}`` (:func:`harness._diagnose.diagnosis_to_child`);
+* ``diagnosis``: ``{"diagnosis": ...}`` (:func:`harness.inspect.diagnose.diagnosis_to_child`);
 * ``target-error``: ``{"message": ...}``, the target cannot be built (exit 2 in the parent);
 * ``memory``: ``{"message": ...}``, a ``MemoryError`` escaped (the memory bound was reached);
 * ``error``: ``{"message": ...}``, anything else that escaped (a harness bug).
@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _limit_memory(extra_bytes: int | None) -> None:
@@ -46,13 +47,13 @@ def _limit_memory(extra_bytes: int | None) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-def _write(path: Path, data: dict) -> None:
+def _write(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data), encoding="utf-8")
     os.replace(tmp, path)
 
 
-def main(argv: list[str]) -> dict:
+def main(argv: list[str]) -> dict[str, Any]:
     """Diagnose the target in SPEC (``argv[0]``) and return the result to write.
 
     Raises:
@@ -73,7 +74,8 @@ def main(argv: list[str]) -> dict:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import torch  # noqa: F401 - mapped before the memory bound is measured
 
-    from harness._diagnose import TargetError, diagnose, diagnosis_to_child, load_target
+    from harness.inspect.diagnose import diagnose, diagnosis_to_child
+    from harness.inspect.target import TargetError, load_target
 
     _limit_memory(spec.get("memory_bytes"))
     try:
@@ -86,15 +88,15 @@ def main(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    from harness._walker import _first_line
+    from harness.inspect.walker import first_line
 
     result_path = Path(json.loads(sys.argv[1])["result"])
     try:
         outcome = main(sys.argv[1:])
     except MemoryError as exc:
-        outcome = {"kind": "memory", "message": f"MemoryError: {_first_line(exc)}"}
+        outcome = {"kind": "memory", "message": f"MemoryError: {first_line(exc)}"}
     except BaseException as exc:  # noqa: BLE001 - report, never a traceback
-        outcome = {"kind": "error", "message": f"internal error: {type(exc).__name__}: {_first_line(exc)}"}
+        outcome = {"kind": "error", "message": f"internal error: {type(exc).__name__}: {first_line(exc)}"}
     status = 0
     try:
         _write(result_path, outcome)

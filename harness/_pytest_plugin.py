@@ -17,7 +17,7 @@ Two guards:
   the test's own process, without starting workers, and fails with every path that a spawn
   or forkserver worker start could not pickle, that a worker could not unpickle, or that
   could not come back in the first batch, each with where it is defined (``file:line``; see
-  :mod:`harness._diagnose`).
+  :mod:`harness.inspect.diagnose`).
 
 pytest is imported only by the hooks, so :func:`assert_spawn_safe` works without it.
 """
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import pytest
 
-    from harness._diagnose import Diagnosis
     from harness._policy import Platform
+    from harness.inspect.diagnose import Diagnosis
     from harness.run.plan import emulated_temp_dir
 
 __all__ = ["assert_spawn_safe", "pytest_addoption", "pytest_configure", "pytest_unconfigure"]
@@ -46,7 +46,7 @@ def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosi
     with multiprocessing's ``ForkingPickler`` and torch's reducers, as a real spawn or
     forkserver start does, loads it back as the worker does, round-trips the first indices,
     and builds the first batch from the loaded copy and round-trips it back, without starting
-    any process (:func:`harness._diagnose.diagnose`). The objects' own code (reducers,
+    any process (:func:`harness.inspect.diagnose.diagnose`). The objects' own code (reducers,
     ``__getstate__``, ``__setstate__``, the sampler, and on the loaded copies
     ``worker_init_fn``, ``__getitem__``, ``collate_fn``) runs in this process: anything it
     raises, ``SystemExit``, ``KeyboardInterrupt`` and ``GeneratorExit`` included, is a problem
@@ -60,7 +60,7 @@ def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosi
             (``windows``, ``macos``, ``linux-py3.14``).
 
     Returns:
-        The :class:`harness._diagnose.Diagnosis` (its ``payload`` gives the per-worker size).
+        The :class:`harness.inspect.diagnose.Diagnosis` (its ``payload`` gives the per-worker size).
 
     Raises:
         AssertionError: something cannot make the trip; the message lists every problem path,
@@ -74,7 +74,8 @@ def assert_spawn_safe(loader_or_dataset: Any, method: str = "spawn") -> Diagnosi
     __tracebackhide__ = True  # pytest shows the assertion, not this function's source
     import warnings
 
-    from harness._diagnose import diagnose, fix_description
+    from harness.inspect.diagnose import diagnose
+    from harness.inspect.hints import fix_description
 
     result = diagnose(loader_or_dataset, method=method)
 
@@ -150,7 +151,8 @@ def _apply_profile(emulating: Platform) -> None:
     except ImportError:  # pragma: no cover - the harness depends on torch
         pass
     else:
-        torch.multiprocessing.set_sharing_strategy(emulating.sharing_strategy)
+        set_sharing_strategy: Any = torch.multiprocessing.set_sharing_strategy  # torch leaves it unannotated
+        set_sharing_strategy(emulating.sharing_strategy)
     _TEMP_DIR = emulated_temp_dir(emulating)
 
 

@@ -242,7 +242,7 @@ def test_drawing_the_first_indices_leaves_the_random_streams_alone():
     import torch
     from torch.utils.data import DataLoader
 
-    from harness._diagnose import diagnose
+    from harness.inspect.diagnose import diagnose
 
     loader = DataLoader(list(range(32)), batch_size=4, shuffle=True, num_workers=2)
     torch.manual_seed(5)

@@ -310,7 +310,7 @@ def test_a_real_ctrl_c_still_interrupts_the_in_process_api(cls):
 def test_drawing_indices_that_interrupt_in_process_is_a_finding():
     from user_code.hostile_raises import len_interrupts
 
-    from harness._diagnose import diagnose
+    from harness.inspect.diagnose import diagnose
 
     result = diagnose(len_interrupts())
     assert [(f.problem.path, f.problem.exc_type) for f in result.findings] == [("indices", "KeyboardInterrupt")]

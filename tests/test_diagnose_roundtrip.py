@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._diagnose import github_command
+from harness.inspect.output import github_command
 
 USER = Path(__file__).parent / "user_code"
 ROOT = USER.parent.parent
@@ -128,7 +128,7 @@ def test_the_first_batch_is_built_from_the_workers_copy():
 
     from torch.utils.data import DataLoader, get_worker_info
 
-    from harness._diagnose import diagnose
+    from harness.inspect.diagnose import diagnose
 
     SEEN.clear()
     live = Marks()
@@ -147,7 +147,7 @@ def test_the_first_batch_is_built_from_the_workers_copy():
 def test_a_dataset_that_raises_leaves_the_batch_unchecked():
     from torch.utils.data import DataLoader
 
-    from harness._diagnose import diagnose
+    from harness.inspect.diagnose import diagnose
 
     result = diagnose(DataLoader(Broken(), num_workers=2))
     assert result.safe

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness._explain import code_lines, fix_diff
 from harness.catalogue.discover import discover
+from harness.inspect.explain import code_lines, fix_diff
 from harness.report.merge import merge
 
 DATA = Path(__file__).parent / "data"

@@ -20,7 +20,7 @@ import pytest
 from _outputs import foreign_angle_brackets, foreign_html_tags, table_problems
 from _shards import linux_shard, write
 
-from harness._explain import observed_lines
+from harness.inspect.explain import observed_lines
 from harness.report.merge import merge
 from harness.shard import jsonfile as _jsonfile
 from harness.shard.format import ShardError, read_shard

@@ -22,7 +22,8 @@ def test_missing_guard_replayed_as_windows(cli):
     rc, out, _ = cli.main("reproduce", str(USER / "no_guard.py"), "--start-method", "windows", "--json")
     result = json.loads(out)
     assert rc == 1
-    assert list(result) == ["script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "note"]
+    assert list(result) == ["script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "case", "fix",
+                            "note"]
     assert result["method"] == "spawn"  # Windows' only start method
     assert result["note"] is None  # windows is no Python version
     assert (result["outcome"], result["kind"]) == ("error", "bootstrap")
@@ -30,6 +31,7 @@ def test_missing_guard_replayed_as_windows(cli):
     assert "entry-no-main-guard" in result["hint"]
     assert "fix: entry-main-guard" in result["hint"]
     assert "cases/missing_main_guard/entry_main_guard.py" in result["hint"]
+    assert (result["case"], result["fix"]) == ("entry-no-main-guard", "entry-main-guard")
     assert result["duration_s"] > 0
 
 
@@ -83,8 +85,10 @@ def test_outcome_per_method(cli, script, method, outcome, kind, cause, case):
     assert rc == (0 if outcome == "pass" else 1)
     if case:
         assert case in result["hint"]
+        assert case in result["case"]
     else:
         assert result["hint"] is None
+        assert (result["case"], result["fix"]) == (None, None)
 
 
 def _live(script: str) -> list[psutil.Process]:
@@ -129,13 +133,31 @@ def test_hang_is_killed_with_its_tree_at_the_timeout(cli):
     ("fd-limit", "RuntimeError: received 0 items of ancdata", "fd-limit-many-tensors"),
     ("bootstrap", "RuntimeError: An attempt has been made to start a new process before the current process has "
      "finished its bootstrapping phase.", "entry-no-main-guard"),
+    # Root causes of the committed shards (Python 3.12 and 3.13 name the module a REPL's
+    # __main__ lives in by its loader; 3.14 writes a local object's class or function whole).
+    ("main-attribute", "AttributeError: Can't get attribute 'add_one' on <module '__main__' "
+     "(<class '_frozen_importlib.BuiltinImporter'>)>", "interactive-stdin-def"),
+    ("main-attribute", "AttributeError: Can't get attribute 'NotebookSquares' on <module '__main__' "
+     "(<class '_frozen_importlib.BuiltinImporter'>)>", "interactive-stdin-dataset-class"),
+    ("main-attribute", "AttributeError: module '__main__' has no attribute 'add_one'", "interactive-stdin-def"),
+    ("pickle", "_pickle.PicklingError: Can't pickle local object <class 'cases.wrong_scope.dataset_class_in_function."
+     "make_loader.<locals>.Local'> (when serializing cases.wrong_scope.dataset_class_in_function.make_loader."
+     "<locals>.Local object)", "dataset-class-in-function"),
+    ("pickle", "AttributeError: Can't get local object 'run.<locals>.Augment.shift'",
+     "transform-staticmethod-local-class"),
+    ("pickle", "AttributeError: Can't pickle local object 'LambdaSquares.__init__.<locals>.<lambda>'",
+     "dataset-lambda-attribute"),
+    ("worker-died", "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/hc-2jvoh2k7/<stdin>'",
+     "interactive-python-dash-pipe"),
 ])
 def test_hint_names_the_same_case_on_every_python(kind, root_cause, case):
-    from harness._reproduce import hint_for
     from harness.classify.classifier import Verdict
+    from harness.inspect.reproduce import case_for, hint_for
 
-    hint = hint_for(Verdict("error", kind, root_cause, root_cause))
+    verdict = Verdict("error", kind, root_cause, root_cause)
+    hint = hint_for(verdict)
     assert hint is not None and hint.startswith(f"matches catalogue case {case} ("), hint
+    assert case_for(verdict).id == case
 
 
 def test_classify_command_reads_a_pasted_traceback(tmp_path, cli):
@@ -145,8 +167,13 @@ def test_classify_command_reads_a_pasted_traceback(tmp_path, cli):
     out = json.loads(printed)
     assert (out["outcome"], out["kind"]) == ("error", "bootstrap")
     assert out["hint"].startswith("matches catalogue case entry-no-main-guard (")
+    assert (out["case"], out["fix"]) == ("entry-no-main-guard", "entry-main-guard")
     empty = tmp_path / "empty.txt"
     empty.write_text("all good\n", encoding="utf-8")
+    rc, printed, _ = cli.main("classify", str(empty), "--json")
+    assert rc == 0
+    assert json.loads(printed) == {"outcome": None, "kind": None, "root_cause": "", "hint": None,
+                                   "case": None, "fix": None}
     assert cli.main("classify", str(empty)).returncode == 0
     rc, _, err = cli.main("classify", str(tmp_path / "missing.txt"))
     assert rc == 2
@@ -167,8 +194,8 @@ _BATCH_HINT = "a worker's batch could not be pickled on its way back to the main
 
 
 def test_a_hang_after_a_feeder_pickling_error_says_the_batch_could_not_come_back():
-    from harness._reproduce import hint_for
     from harness.classify.classifier import Verdict
+    from harness.inspect.reproduce import hint_for
 
     root = _FEEDER_STDERR.strip().splitlines()[-1]
     hint = hint_for(Verdict("hang", None, "timed out; process group killed", root), 10, _FEEDER_STDERR)
@@ -191,10 +218,11 @@ def test_classify_names_a_pasted_feeder_traceback_as_a_batch_that_could_not_come
     out = json.loads(printed)
     assert out["kind"] == "pickle"
     assert out["hint"].startswith(_BATCH_HINT)
+    assert (out["case"], out["fix"]) == (None, None)  # no catalogue case shows a batch that cannot come back
 
 
 def test_a_platform_of_another_python_says_what_it_does_not_replay():
-    from harness._reproduce import python_note
+    from harness.inspect.reproduce import python_note
 
     assert python_note("linux-py3.14", (3, 11)) == (
         "--start-method linux-py3.14 on Python 3.11 applies Python 3.14's start method (forkserver), not Python 3.14's "

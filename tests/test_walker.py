@@ -23,7 +23,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from harness._walker import PROTOCOL, find_problems, measure_payload, probe
+from harness.inspect.walker import PROTOCOL, find_problems, measure_payload, probe
 
 
 def paths(problems) -> list[str]:

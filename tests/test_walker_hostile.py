@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from harness import _walker
-from harness._walker import MAX_SIMILAR, find_problems
+from harness.inspect import walker
+from harness.inspect.walker import MAX_SIMILAR, find_problems
 
 
 class Holder:
@@ -90,7 +90,7 @@ def test_an_exception_whose_str_raises_is_still_a_problem():
 
 
 def test_the_walk_stops_at_its_object_budget(monkeypatch):
-    monkeypatch.setattr(_walker, "MAX_OBJECTS", 50)
+    monkeypatch.setattr(walker, "MAX_OBJECTS", 50)
     (problem,) = find_problems({"dataset": Holder(head=chain(3000, lock_at=2999))})
     assert (problem.path, problem.label) == ("dataset.head{.next * 49}", "too-deep")
     assert problem.message == ("maximum recursion depth exceeded while pickling an object "

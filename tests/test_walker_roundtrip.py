@@ -1,5 +1,5 @@
-"""The walker's load half (:func:`harness._walker.roundtrip`, ``find_problems(load=True)``), its
-version hazards (``hazards=True``), and where problems are placed (:mod:`harness._sites`).
+"""The walker's load half (:func:`harness.inspect.walker.roundtrip`, ``find_problems(load=True)``), its
+version hazards (``hazards=True``), and where problems are placed (:mod:`harness.inspect.sites`).
 
 Expected paths, messages and lines were taken from running each input (Python 3.11).
 """
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import torch
 
-from harness import _sites
-from harness._walker import UnpicklingFailed, find_problems, hazard_probe, roundtrip
+from harness.inspect import sites
+from harness.inspect.walker import UnpicklingFailed, find_problems, hazard_probe, roundtrip
 
 ON_314 = sys.version_info >= (3, 14)
 HERE = os.path.relpath(__file__).replace(os.sep, "/")
@@ -156,44 +156,44 @@ def test_itertools_iterators_are_hazards_with_their_paths():
 
 def test_functions_lambdas_partials_and_methods_are_placed_at_their_definition():
     fn = lambda x: x  # noqa: E731 - a lambda is the point
-    assert _sites.definition_site(fn) == (__file__, inspect.getsourcelines(fn)[1])
-    assert _sites.definition_site(double) == (__file__, double.__code__.co_firstlineno)
-    assert _sites.definition_site(functools.partial(functools.partial(double, factor=3), 1)) == (
+    assert sites.definition_site(fn) == (__file__, inspect.getsourcelines(fn)[1])
+    assert sites.definition_site(double) == (__file__, double.__code__.co_firstlineno)
+    assert sites.definition_site(functools.partial(functools.partial(double, factor=3), 1)) == (
         __file__, double.__code__.co_firstlineno)
-    assert _sites.definition_site(Vocab().collate) == (__file__, Vocab.collate.__code__.co_firstlineno)
+    assert sites.definition_site(Vocab().collate) == (__file__, Vocab.collate.__code__.co_firstlineno)
 
 
 def test_classes_and_instances_are_placed_at_the_class_statement():
-    assert _sites.definition_site(Forwarding) == (__file__, class_line(Forwarding))
-    assert _sites.definition_site(Forwarding([])) == (__file__, class_line(Forwarding))
+    assert sites.definition_site(Forwarding) == (__file__, class_line(Forwarding))
+    assert sites.definition_site(Forwarding([])) == (__file__, class_line(Forwarding))
     local = make_local_class()  # no methods: found by inspect, through its enclosing function
-    assert _sites.definition_site(local) == (__file__, class_line(local))
-    assert _sites.definition_site(ExitsOnLoad()) == (__file__, class_line(ExitsOnLoad))
+    assert sites.definition_site(local) == (__file__, class_line(local))
+    assert sites.definition_site(ExitsOnLoad()) == (__file__, class_line(ExitsOnLoad))
 
 
 def test_a_class_made_at_run_time_under_another_ones_name_has_no_site():
     made = type(make_pair())
     assert made is not Pair and made.__qualname__ == "Pair"
-    assert _sites.definition_site(made) is None  # never the module-level Pair's line
-    assert _sites.definition_site(Pair) is None  # namedtuple's methods live in collections
+    assert sites.definition_site(made) is None  # never the module-level Pair's line
+    assert sites.definition_site(Pair) is None  # namedtuple's methods live in collections
 
 
 def test_library_objects_are_placed_at_the_nearest_user_object_holding_them():
     lock = threading.Lock()
     holder = Holder(lock=lock)
-    assert _sites.definition_site(lock) is None
-    assert _sites.definition_site(open(__file__)) is None  # noqa: SIM115 - closed at exit
-    assert _sites.site_along(lock, [holder]) == (HERE, class_line(Holder))
-    assert _sites.site_along(lock, [{"a": 1}]) == (None, None)
+    assert sites.definition_site(lock) is None
+    assert sites.definition_site(open(__file__)) is None  # noqa: SIM115 - closed at exit
+    assert sites.site_along(lock, [holder]) == (HERE, class_line(Holder))
+    assert sites.site_along(lock, [{"a": 1}]) == (None, None)
     (problem,) = find_problems({"dataset": holder})
     assert (problem.path, problem.file, problem.line) == ("dataset.lock", HERE, class_line(Holder))
 
 
 def test_paths_are_relative_under_the_current_directory_else_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(os.path.dirname(__file__))
-    assert _sites.display_path(__file__) == os.path.basename(__file__)
+    assert sites.display_path(__file__) == os.path.basename(__file__)
     monkeypatch.chdir(tmp_path)
-    assert _sites.display_path(__file__) == os.path.abspath(__file__)
+    assert sites.display_path(__file__) == os.path.abspath(__file__)
 
 
 def hostile_classes():
@@ -223,7 +223,7 @@ def line_of(text: str) -> int:
 
 def test_hostile_classes_never_raise_out_of_a_site():
     victim, liar = hostile_classes()
-    assert _sites.definition_site(victim) == (__file__, line_of("class Victim(metaclass=Hostile):"))
-    assert _sites.definition_site(liar) == (__file__, line_of("class LiesAboutItsClass:"))
-    assert _sites.is_library_file(threading.__file__)
-    assert not _sites.is_library_file(__file__)
+    assert sites.definition_site(victim) == (__file__, line_of("class Victim(metaclass=Hostile):"))
+    assert sites.definition_site(liar) == (__file__, line_of("class LiesAboutItsClass:"))
+    assert sites.is_library_file(threading.__file__)
+    assert not sites.is_library_file(__file__)

@@ -17,6 +17,7 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "error", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"fork": "daemonic", "spawn": "daemonic", "forkserver": "daemonic"},
     "fix": "loader-in-child-process",
+    "matches": {"errors": [{"kind": "daemonic"}]},
     "sources": [
         "https://github.com/pytorch/pytorch/issues/15950",
         "https://docs.python.org/3/library/multiprocessing.html#multiprocessing.Process.daemon",

@@ -17,6 +17,7 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "error", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"fork": "worker-died", "spawn": "worker-died", "forkserver": "worker-died"},
     "fix": "sampler-index-getnewargs",
+    "matches": {"objects": [{"path": "indices*"}]},
     "sources": [
         "https://github.com/torchgeo/torchgeo/issues/89",
         "https://docs.python.org/3/library/pickle.html#object.__getnewargs__",

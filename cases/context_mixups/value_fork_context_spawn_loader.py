@@ -25,6 +25,7 @@ CASE = {
          "expect_kind": {"fork": "worker-died", "spawn": "worker-died", "forkserver": "worker-died"}},
     ],
     "fix": "value-loader-context",
+    "matches": {"objects": [{"is": "fork-context-semlock"}], "errors": [{"kind": "context-mix"}]},
     "sources": [
         "https://github.com/pytorch/pytorch/issues/105514",
         "https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods",

@@ -16,6 +16,7 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "error", "spawn": "pass", "forkserver": "pass"},
     "expect_kind": {"fork": "cuda-reinit"},
     "fix": "cuda-batches-to-device-in-main",
+    "matches": {"errors": [{"kind": "cuda-reinit"}]},
     "requires": ["cuda"],
     "sources": [
         "https://github.com/pytorch/pytorch/issues/77159",

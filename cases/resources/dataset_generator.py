@@ -21,6 +21,10 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "expect_when": [{"python": "==3.13", "expect": {"spawn": "pass", "forkserver": "pass"}}],
     "fix": "dataset-file-list",
+    "matches": {
+        "objects": [{"is": "generator"}],
+        "errors": [{"kind": "pickle", "text": "cannot pickle 'generator' object"}],
+    },
     "sources": ["https://github.com/hustvl/YOLOP/issues/127"],
 }
 

@@ -38,6 +38,10 @@ CASE = {
          "expect_kind": {"spawn": "pickle", "forkserver": "pickle"}},
     ],
     "fix": "dataset-augment-list",
+    "matches": {
+        "objects": [{"type": "itertools.*"}],
+        "errors": [{"kind": "pickle", "text": r"cannot pickle 'itertools\.\w+' object"}],
+    },
     "sources": [
         "https://docs.python.org/3.14/whatsnew/3.14.html#itertools",
         "https://github.com/python/cpython/issues/101588",

@@ -16,6 +16,15 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-lock-lazy",
+    "matches": {
+        "objects": [{"type": ["_thread.lock", "_thread.RLock"]}],
+        "errors": [
+            {
+                "kind": "pickle",
+                "text": ["cannot pickle '_thread.lock' object", "cannot pickle '_thread.RLock' object"],
+            }
+        ],
+    },
     "sources": ["https://github.com/pytorch/pytorch/issues/51836"],
 }
 

@@ -16,6 +16,10 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-module-imported",
+    "matches": {
+        "objects": [{"type": "module"}],
+        "errors": [{"kind": "pickle", "text": "cannot pickle 'module' object"}],
+    },
     "sources": ["https://github.com/pytorch/vision/issues/9195"],
 }
 

@@ -16,6 +16,18 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-open-file-lazy",
+    "matches": {
+        "objects": [{"is": "open-file"}],
+        "errors": [
+            {
+                "kind": "pickle",
+                "text": [
+                    r"cannot pickle '_io\.\w+' object",
+                    "cannot pickle 'BufferedReader' instances",
+                ],
+            }
+        ],
+    },
     "sources": ["https://github.com/justchenhao/BIT_CD/issues/47", "https://github.com/qiuqiao/SOFA/issues/18"],
 }
 

@@ -17,6 +17,10 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-sqlite-lazy",
+    "matches": {
+        "objects": [{"type": "sqlite3.*"}],
+        "errors": [{"kind": "pickle", "text": r"cannot pickle 'sqlite3\.\w+' object"}],
+    },
     "sources": ["https://github.com/nicolay-r/ARElight/issues/147", "https://www.sqlite.org/howtocorrupt.html#_carrying_an_open_database_connection_across_a_fork_"],
 }
 

@@ -27,6 +27,10 @@ CASE = {
         {"sharing_strategy": "file_system", "expect": {"spawn": "wrong", "forkserver": "wrong"}},
     ],
     "fix": "dataset-torch-generator-seeded",
+    "matches": {
+        "objects": [{"type": "torch._C.Generator"}],
+        "errors": [{"text": "unable to resize file"}],
+    },
     "sources": [
         "https://github.com/facebookresearch/pytorchvideo/issues/21",
         "https://docs.pytorch.org/docs/stable/data.html#randomness-in-multi-process-data-loading",

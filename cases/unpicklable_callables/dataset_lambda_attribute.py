@@ -14,6 +14,10 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-toplevel-def",
+    "matches": {
+        "objects": [{"is": "lambda", "name": "*.__init__.<locals>.*"}],
+        "errors": [{"kind": "pickle", "text": r"\.__init__\.<locals>\.<lambda>"}],
+    },
     "sources": ["https://github.com/HazyResearch/cartridges/issues/20", "https://github.com/openai/CLIP/issues/151"],
 }
 

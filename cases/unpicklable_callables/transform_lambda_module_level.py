@@ -13,6 +13,10 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-toplevel-def",
+    "matches": {
+        "objects": [{"is": "lambda", "name": "<lambda>"}],
+        "errors": [{"kind": "pickle", "text": "Can't pickle <function <lambda> at "}],
+    },
     "sources": ["https://docs.python.org/3/library/pickle.html#what-can-be-pickled-and-unpickled"],
 }
 

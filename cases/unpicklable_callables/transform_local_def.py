@@ -13,6 +13,18 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-toplevel-def",
+    "matches": {
+        "objects": [{"is": "local-function"}],
+        "errors": [
+            {
+                "kind": "pickle",
+                "text": [
+                    r"local object '[^']*\.[a-z_]\w*'",
+                    r"local object <function [^ ]*\.[a-z_]\w* at ",
+                ],
+            }
+        ],
+    },
     "sources": [
         "https://github.com/pytorch/pytorch/issues/167429",
         "https://docs.pytorch.org/docs/stable/data.html#platform-specific-behaviors",

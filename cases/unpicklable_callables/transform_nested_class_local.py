@@ -14,6 +14,18 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-nested-class-toplevel",
+    "matches": {
+        "objects": [{"is": "local-class", "name": "*.<locals>.[A-Z]*.*"}],
+        "errors": [
+            {
+                "kind": "pickle",
+                "text": [
+                    r"local object '[^']*<locals>\.[A-Z]\w*\.[A-Z]\w*'",
+                    r"local object <class '[^']*<locals>\.[A-Z]\w*\.[A-Z]\w*'>",
+                ],
+            }
+        ],
+    },
     "sources": [
         "https://github.com/xingyizhou/CenterNet/issues/649",
         "https://docs.python.org/3/library/pickle.html#what-can-be-pickled-and-unpickled",

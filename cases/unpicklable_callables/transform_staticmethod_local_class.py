@@ -14,6 +14,18 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-staticmethod-toplevel-class",
+    "matches": {
+        "objects": [{"is": "local-function", "name": "*.<locals>.[A-Z]*.*"}],
+        "errors": [
+            {
+                "kind": "pickle",
+                "text": [
+                    r"local object '[^']*<locals>\.[A-Z]\w*\.[a-z_]\w*'",
+                    r"local object <function [^ ]*<locals>\.[A-Z]\w*\.[a-z_]\w* at ",
+                ],
+            }
+        ],
+    },
     "sources": [
         "https://docs.pytorch.org/docs/stable/data.html#platform-specific-behaviors",
         "https://docs.python.org/3/library/pickle.html#what-can-be-pickled-and-unpickled",

@@ -14,6 +14,18 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-class-toplevel",
+    "matches": {
+        "objects": [{"is": "local-class"}],
+        "errors": [
+            {
+                "kind": "pickle",
+                "text": [
+                    r"local object '[^']*\.[A-Z]\w*'",
+                    r"local object <class '[^']*\.[A-Z]\w*'>",
+                ],
+            }
+        ],
+    },
     "sources": ["https://github.com/xingyizhou/CenterNet/issues/649"],
 }
 

@@ -12,6 +12,17 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "main-attribute", "forkserver": "main-attribute"},
     "fix": "dataset-class-toplevel",
+    "matches": {
+        "errors": [
+            {
+                "kind": "main-attribute",
+                "text": [
+                    r"Can't get attribute '[A-Z][^']*' on <module '__mp_main__'",
+                    r"module '__mp_main__' has no attribute '[A-Z][^']*'",
+                ],
+            }
+        ],
+    },
     "sources": [
         "https://github.com/pytorch/pytorch/issues/87016",
         "https://docs.pytorch.org/docs/stable/data.html#platform-specific-behaviors",

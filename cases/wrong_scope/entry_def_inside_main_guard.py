@@ -11,6 +11,17 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "main-attribute", "forkserver": "main-attribute"},
     "fix": "entry-main-guard",
+    "matches": {
+        "errors": [
+            {
+                "kind": "main-attribute",
+                "text": [
+                    r"Can't get attribute '[^']+' on <module '__mp_main__'",
+                    r"module '__mp_main__' has no attribute '[^']+'",
+                ],
+            }
+        ],
+    },
     "sources": ["https://github.com/pytorch/pytorch/issues/87016"],
 }
 

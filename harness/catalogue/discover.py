@@ -39,7 +39,7 @@ class Case:
     """One catalogue entry, as declared by its module's ``CASE`` literal.
 
     Attributes:
-        id: unique id, e.g. ``transform-lambda``.
+        id: unique id, e.g. ``mypkg-loader``.
         family: family id, e.g. ``unpicklable-callables``.
         title: one-line title.
         why: why it fails where it does (a few sentences).
@@ -59,6 +59,8 @@ class Case:
             ``expect``/``expect_kind`` (see :meth:`expectation`); each is
             ``{"python": ">=3.14" | "<=3.13" | ..., "sharing_strategy": "file_system",
             "expect": {method: outcome}, "expect_kind": {method: kind}}``.
+        matches: what a bad case stands for, ``{"objects": [...], "errors": [...]}``
+            (read by :mod:`harness.inspect.hints`); empty when it declares nothing.
     """
 
     id: str
@@ -77,6 +79,7 @@ class Case:
     timeout_s: float | None = None
     expect_when: tuple[dict, ...] = ()
     import_root: Path | None = None
+    matches: dict = field(default_factory=dict)
 
     def expectation(self, python: tuple[int, int], sharing_strategy: str) -> tuple[dict[str, str], dict[str, str]]:
         """``(expect, expect_kind)`` on a runner with this ``python`` (major, minor) and torch
@@ -260,6 +263,7 @@ def _read_case(path: Path, root: Path, module: str, import_root: Path | None = N
         path=path.resolve(),
         root=root.parent.resolve(),
         import_root=import_root.resolve() if import_root else None,
+        matches=dict(meta.get("matches", {})),
     )
 
 

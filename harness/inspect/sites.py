@@ -43,6 +43,8 @@ from typing import Any
 __all__ = ["definition_site", "display_path", "first_user_site", "is_library_file", "site_along", "user_site"]
 
 Site = tuple[str, int]
+#: ``id(class)`` → ``(class, its site)``: the class stays alive, so its id stays its own.
+SiteCache = dict[int, tuple[type, Site | None]]
 
 _LIBRARY_DIRS: tuple[str, ...] | None = None
 
@@ -67,8 +69,8 @@ def _library_dirs() -> tuple[str, ...]:
 
 
 def _contain(exc: BaseException) -> None:
-    """Let a real Ctrl-C through (:func:`harness._walker.reraise_if_interrupted`); swallow the rest."""
-    from harness._walker import reraise_if_interrupted
+    """Let a real Ctrl-C through (:func:`harness.inspect.walker.reraise_if_interrupted`); swallow the rest."""
+    from harness.inspect.walker import reraise_if_interrupted
 
     reraise_if_interrupted(exc)
 
@@ -110,7 +112,8 @@ def _function_of(obj: Any, depth: int = 0) -> types.FunctionType | None:
     if depth > 20:  # a partial of a partial of ...
         return None
     if t is types.FunctionType:
-        return obj
+        function: types.FunctionType = obj
+        return function
     if t is types.MethodType or t is staticmethod or t is classmethod:
         return _function_of(obj.__func__, depth + 1)
     if issubclass(t, functools.partial):
@@ -182,7 +185,7 @@ def _class_site(cls: type) -> Site | None:
     return module_file, line
 
 
-def definition_site(obj: Any, cache: dict | None = None) -> Site | None:
+def definition_site(obj: Any, cache: SiteCache | None = None) -> Site | None:
     """``(file, line)`` where ``obj`` itself is defined, or ``None``.
 
     A function, lambda, bound method, ``partial`` or class has a site wherever it is defined,
@@ -204,9 +207,10 @@ def definition_site(obj: Any, cache: dict | None = None) -> Site | None:
         return None
 
 
-def _cached_class_site(cls: type, cache: dict | None) -> Site | None:
+def _cached_class_site(cls: type, cache: SiteCache | None) -> Site | None:
     if cache is not None and id(cls) in cache:
-        return cache[id(cls)][1]
+        cached: Site | None = cache[id(cls)][1]
+        return cached
     try:
         found = _class_site(cls)
     except BaseException as exc:  # noqa: BLE001 - inspect raises OSError, TypeError; user code anything
@@ -217,7 +221,7 @@ def _cached_class_site(cls: type, cache: dict | None) -> Site | None:
     return found
 
 
-def user_site(obj: Any, cache: dict | None = None) -> Site | None:
+def user_site(obj: Any, cache: SiteCache | None = None) -> Site | None:
     """:func:`definition_site` when it lies in user code (not a library file), else ``None``."""
     found = definition_site(obj, cache)
     try:
@@ -226,7 +230,7 @@ def user_site(obj: Any, cache: dict | None = None) -> Site | None:
         return None
 
 
-def site_along(culprit: Any, enclosing: Iterable[Any], cache: dict | None = None) -> tuple[str | None, int | None]:
+def site_along(culprit: Any, enclosing: Iterable[Any], cache: SiteCache | None = None) -> tuple[str | None, int | None]:
     """``(file, line)`` for a problem: the culprit's own site, else the nearest enclosing
     object's user-defined site, else ``(None, None)``; ``file`` as :func:`display_path` shows it.
 
@@ -241,7 +245,7 @@ def site_along(culprit: Any, enclosing: Iterable[Any], cache: dict | None = None
     return first_user_site(enclosing, cache)
 
 
-def first_user_site(objs: Iterable[Any], cache: dict | None = None) -> tuple[str | None, int | None]:
+def first_user_site(objs: Iterable[Any], cache: SiteCache | None = None) -> tuple[str | None, int | None]:
     """``(file, line)`` of the first of ``objs`` with a user-defined site (:func:`user_site`),
     ``file`` as :func:`display_path` shows it; ``(None, None)`` when none has one."""
     for obj in objs:

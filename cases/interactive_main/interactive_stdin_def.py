@@ -15,6 +15,17 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "main-attribute", "forkserver": "main-attribute"},
     "fix": "interactive-stdin-import",
+    "matches": {
+        "errors": [
+            {
+                "kind": "main-attribute",
+                "text": [
+                    r"Can't get attribute '[^']+' on <module '__main__' \(",
+                    r"module '__main__' has no attribute '[^']+'",
+                ],
+            }
+        ],
+    },
     "sources": [
         "https://github.com/pytorch/pytorch/issues/51344",
         "https://github.com/lava-nc/lava/issues/665",

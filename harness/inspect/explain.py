@@ -13,7 +13,7 @@ import difflib
 import sys
 import textwrap
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness._escape import terminal
 from harness._options import DEFAULT_MATRIX
@@ -57,6 +57,11 @@ def code_lines(source: str) -> list[str]:
     return lines
 
 
+def _shown(case: Case) -> str:
+    """The case's file relative to its catalogue root (its own path when outside it)."""
+    return case.path.relative_to(case.root).as_posix() if case.path.is_relative_to(case.root) else str(case.path)
+
+
 def fix_diff(case: Case, fix: Case) -> str:
     """Unified diff (:func:`difflib.unified_diff`) from the case's code to its fix's code.
 
@@ -74,12 +79,11 @@ def fix_diff(case: Case, fix: Case) -> str:
     """
     old = code_lines(case.path.read_text(encoding="utf-8"))
     new = code_lines(fix.path.read_text(encoding="utf-8"))
-    name = lambda c: c.path.relative_to(c.root).as_posix() if c.path.is_relative_to(c.root) else str(c.path)  # noqa: E731
-    lines = difflib.unified_diff(old, new, fromfile=name(case), tofile=name(fix))
+    lines = difflib.unified_diff(old, new, fromfile=_shown(case), tofile=_shown(fix))
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def observed_lines(case_id: str, matrix: dict) -> list[str]:
+def observed_lines(case_id: str, matrix: dict[str, Any]) -> list[str]:
     """What the report observed for ``case_id``: one block per runner.
 
     Args:
@@ -93,14 +97,14 @@ def observed_lines(case_id: str, matrix: dict) -> list[str]:
         result for the case. The report's text is untrusted: each line is passed through
         :func:`harness._escape.terminal`, so it is one line with no control character.
     """
-    by_runner: dict[str, list[dict]] = {}
+    by_runner: dict[str, list[dict[str, Any]]] = {}
     for rec in matrix.get("results", []):
         if rec.get("case") == case_id:
             by_runner.setdefault(str(rec.get("runner", "?")), []).append(rec)
     lines: list[str] = []
     order = {m: i for i, m in enumerate(METHODS)}
     for runner, recs in by_runner.items():
-        recs.sort(key=lambda r: order.get(r.get("method"), len(order)))
+        recs.sort(key=lambda r: order.get(str(r.get("method")), len(order)))
         lines.append(f"{runner}:")
         for rec in recs:
             mark = ""
@@ -125,7 +129,7 @@ def observed_lines(case_id: str, matrix: dict) -> list[str]:
     return [terminal(line, one_line=True) for line in lines]
 
 
-def _load_matrix(path: Path) -> tuple[dict | None, str | None]:
+def _load_matrix(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """``(matrix, None)``, or ``(None, reason)`` when it is absent or unusable."""
     if not path.exists():
         return None, f"no report at {path}; 'harness report' renders one from the committed shards in reports/shards/ (or run 'harness run' first to observe this case here)"
@@ -141,9 +145,63 @@ def _load_matrix(path: Path) -> tuple[dict | None, str | None]:
     return data, None
 
 
-def explain_case(case: Case, catalogue: Catalogue, matrix: dict | None, matrix_note: str | None,
+def _wrap(text: str, indent: str = "  ") -> str:
+    return textwrap.fill(text, _WIDTH, initial_indent=indent, subsequent_indent=indent)
+
+
+def _expected(case: Case) -> str:
+    """Each method's expected outcome, then each ``expect_when`` entry."""
+    lines = [f"  {m:<11} {outcome_label(case.expect[m], case.expect_kind.get(m))}" for m in METHODS]
+    for entry in case.expect_when:
+        where = ", ".join(f"{key} {entry[key]}" for key in ("python", "sharing_strategy") if key in entry)
+        changes = ", ".join(f"{m} {outcome_label(o, entry.get('expect_kind', {}).get(m))}"
+                            for m, o in entry.get("expect", {}).items())
+        lines.append(f"  where {where}: {changes}")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _observed(case: Case, matrix: dict[str, Any] | None, matrix_note: str | None) -> str:
+    """What the latest report observed, or why there is nothing to show."""
+    if matrix is None:
+        return _wrap(matrix_note or "no report") + "\n"
+    lines = observed_lines(case.id, matrix)
+    if lines:
+        return "".join(f"  {line}\n" for line in lines)
+    return (f"  the report ({terminal(str(matrix.get('generated_utc', 'undated')), one_line=True)}) "
+            f"has no result for this case; run 'harness run --cases {case.id}' then 'harness report'\n")
+
+
+def _code(case: Case) -> str:
+    """The case's source, indented.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    source = case.path.read_text(encoding="utf-8")
+    return textwrap.indent(source, "  ", lambda line: True) + ("" if source.endswith("\n") else "\n")
+
+
+def _fix(case: Case, catalogue: Catalogue) -> str:
+    """The fix with its why and the diff to it, or which cases this one fixes.
+
+    Raises:
+        OSError: a source file cannot be read.
+    """
+    if case.fix:
+        fix = catalogue.by_id()[case.fix]
+        diff = fix_diff(case, fix)
+        return f"  {fix.id}: {fix.title}\n" + _wrap(fix.why, "    ") + "\n\n" + (
+            diff or "  (the fix's source is identical)\n")
+    fixes = sorted(c.id for c in catalogue.cases if c.fix == case.id)
+    if fixes:
+        return f"  none needed: this is the fix for {', '.join(fixes)}\n"
+    return "  none needed: every start method is expected to pass\n"
+
+
+def explain_case(case: Case, catalogue: Catalogue, matrix: dict[str, Any] | None, matrix_note: str | None,
                  out: TextIO) -> None:
-    """Write the explanation of ``case`` to ``out``.
+    """Write the explanation of ``case`` to ``out``: its header, expected outcomes, why, sources,
+    what the latest report observed, its code, and its fix.
 
     Args:
         case: the case to explain.
@@ -151,58 +209,19 @@ def explain_case(case: Case, catalogue: Catalogue, matrix: dict | None, matrix_n
         matrix: the latest ``matrix.json`` document, or ``None``.
         matrix_note: why there is no matrix (printed in its place), or ``None``.
         out: where the text goes.
+
+    Raises:
+        OSError: the case's or its fix's source cannot be read.
     """
-    wrap = lambda text, indent="  ": textwrap.fill(text, _WIDTH, initial_indent=indent, subsequent_indent=indent)  # noqa: E731
-    by_id = catalogue.by_id()
     kind = "script case, runs as __main__" if case.script else "module case"
     out.write(f"{case.id}: {case.title}\n")
     out.write(f"  family {case.family}; {kind}; {case.path}\n\n")
-
-    out.write("Expected\n")
-    for m in METHODS:
-        out.write(f"  {m:<11} {outcome_label(case.expect[m], case.expect_kind.get(m))}\n")
-    for entry in case.expect_when:
-        where = ", ".join(f"{key} {entry[key]}" for key in ("python", "sharing_strategy") if key in entry)
-        changes = ", ".join(f"{m} {outcome_label(o, entry.get('expect_kind', {}).get(m))}"
-                            for m, o in entry.get("expect", {}).items())
-        out.write(f"  where {where}: {changes}\n")
-    out.write("\nWhy\n")
-    out.write(wrap(case.why) + "\n")
-    out.write("\nSources\n")
-    for src in case.sources:
-        out.write(f"  {src}\n")
-
-    out.write("\nObserved (latest report)\n")
-    if matrix is None:
-        out.write(wrap(matrix_note or "no report") + "\n")
-    else:
-        lines = observed_lines(case.id, matrix)
-        if lines:
-            out.write("".join(f"  {line}\n" for line in lines))
-        else:
-            out.write(f"  the report ({terminal(str(matrix.get('generated_utc', 'undated')), one_line=True)}) "
-                      "has no result for this case; "
-                      f"run 'harness run --cases {case.id}' then 'harness report'\n")
-
-    out.write(f"\nCode ({case.path.name})\n")
-    source = case.path.read_text(encoding="utf-8")
-    out.write(textwrap.indent(source, "  ", lambda line: True))
-    if not source.endswith("\n"):
-        out.write("\n")
-
-    out.write("\nFix\n")
-    if case.fix:
-        fix = by_id[case.fix]
-        out.write(f"  {fix.id}: {fix.title}\n")
-        out.write(wrap(fix.why, "    ") + "\n\n")
-        diff = fix_diff(case, fix)
-        out.write(diff if diff else "  (the fix's source is identical)\n")
-    else:
-        fixes = sorted(c.id for c in catalogue.cases if c.fix == case.id)
-        if fixes:
-            out.write(f"  none needed: this is the fix for {', '.join(fixes)}\n")
-        else:
-            out.write("  none needed: every start method is expected to pass\n")
+    out.write("Expected\n" + _expected(case))
+    out.write("\nWhy\n" + _wrap(case.why) + "\n")
+    out.write("\nSources\n" + "".join(f"  {src}\n" for src in case.sources))
+    out.write("\nObserved (latest report)\n" + _observed(case, matrix, matrix_note))
+    out.write(f"\nCode ({case.path.name})\n" + _code(case))
+    out.write("\nFix\n" + _fix(case, catalogue))
 
 
 def explain_command(case_id: str, catalogue_dir: Path | list[Path] | None = None, matrix_path: Path | None = None,

@@ -4,7 +4,7 @@ A spawn or forkserver worker start pickles its ``Process`` object, and with it t
 ``DataLoader``'s dataset, ``collate_fn`` and ``worker_init_fn``, with
 :class:`multiprocessing.reduction.ForkingPickler` (CPython ``Lib/multiprocessing/popen_spawn_posix.py``
 and ``popen_forkserver.py``: ``reduction.dump(process_obj, fp)``). ``import torch.multiprocessing``
-registers torch's reducers in ``ForkingPickler._extra_reducers``. The pickler's own error names
+registers torch's reducers in ``_EXTRA_REDUCERS``. The pickler's own error names
 a type (``cannot pickle '_io.BufferedReader' object``), not where that object sits.
 
 This module uses the same pickler and follows the same reduce protocol (CPython
@@ -58,7 +58,7 @@ Version hazards (``hazards=True``): some objects pickle on this Python and not o
 replaced by ones raising :class:`RemovedPickling` for one more walk, which reports each such
 object, at its path, with the Python that breaks it (``Problem.breaks_on``).
 
-Each problem carries where its culprit is defined (``file``, ``line``; see :mod:`harness._sites`).
+Each problem carries where its culprit is defined (``file``, ``line``; see :mod:`harness.inspect.sites`).
 """
 
 from __future__ import annotations
@@ -77,17 +77,18 @@ import sys
 import threading
 import types
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import context as _mp_context
 from multiprocessing.reduction import ForkingPickler
-from typing import Any
+from typing import Any, SupportsIndex, TypeVar
 
-from harness import _sites
+from harness.inspect import sites
 
 __all__ = [
     "HAZARDS",
+    "LABELS",
     "NO_MESSAGE",
     "PROTOCOL",
     "Payload",
@@ -96,12 +97,16 @@ __all__ = [
     "TemporaryStorageError",
     "UnpicklingFailed",
     "WalkerPickler",
+    "class_names",
+    "describe_exception",
     "find_problems",
+    "first_line",
     "hazard_probe",
     "measure_payload",
     "probe",
     "reraise_if_interrupted",
     "roundtrip",
+    "type_name",
     "user_code_guard",
 ]
 
@@ -116,6 +121,12 @@ MAX_OBJECTS = 500_000
 #: Findings with the same type, message and label that are listed; the last one listed
 #: counts the others (a list of 10,000 identical lambdas gives 10 lines, not 10,000).
 MAX_SIMILAR = 10
+#: What a problem's object is, by mechanism (:attr:`Problem.label`); the last two are given by
+#: :mod:`harness.inspect.worker_start`, the others by the walk.
+LABELS = ("lambda", "closure", "local-function", "local-class", "unimportable-function", "unimportable-class",
+          "open-file", "sqlite", "module", "lock", "generator", "torch-generator", "temporary-tensor",
+          "fork-context-semlock", "non-leaf-tensor", "too-deep", "itertools", "unpickle", "other",
+          "index-unpickle", "raised")
 #: The message of a problem whose exception says nothing (a bare ``KeyboardInterrupt``).
 NO_MESSAGE = "(raised with no message)"
 #: A path segment repeated more often than this in a row is written once with a count:
@@ -148,19 +159,25 @@ class Problem:
             ``temporary-tensor``, ``fork-context-semlock``, ``non-leaf-tensor``, ``too-deep``,
             ``itertools`` (an ``itertools`` iterator: every one on Python 3.14, a hazard
             before), ``unpickle`` (pickles, but loading it fails) or ``other``;
-            :mod:`harness._diagnose` adds ``index-unpickle`` and ``raised`` (user code raised
+            :mod:`harness.inspect.worker_start` adds ``index-unpickle`` and ``raised`` (user code raised
             while the start was prepared: building the loader, drawing indices, building the
             first batch).
         within: the innermost notable container on the path (``partial``, ``zipfile``,
             ``tarfile``, ``log-handler``), or ``None``.
         root: the root name the path starts with.
         qualname: ``__qualname__`` of a function or class at fault, else ``""``.
-        file: where the culprit is defined (:func:`harness._sites.site_along`: its own
+        file: where the culprit is defined (:func:`harness.inspect.sites.site_along`: its own
             definition, else the nearest enclosing user-defined object's), relative to the
             current directory when under it; ``None`` when nothing on the path has a site.
         line: the line in ``file`` (1-based), or ``None``.
         breaks_on: for a version hazard, the Python (``"3.14"``) from which the object no
             longer pickles; it pickles on this one. ``None`` for a problem on this Python.
+        classes: the culprit's class and its bases, most derived first, as
+            :func:`class_names` writes them (``("_io.BufferedReader", "_io._BufferedIOBase",
+            "_io._IOBase")``; a function is ``("function",)``, a class ``("type",)``).
+        holders: the classes (with their bases) of the objects that hold the culprit along its
+            path, innermost first, each once (``dataset.archive.fp``: the ``ZipFile`` and the
+            dataset's class).
     """
 
     path: str
@@ -174,6 +191,8 @@ class Problem:
     file: str | None = None
     line: int | None = None
     breaks_on: str | None = None
+    classes: tuple[str, ...] = ()
+    holders: tuple[str, ...] = ()
 
 
 @dataclass
@@ -236,12 +255,9 @@ class _ProbePopen:
         return fd
 
 
-class _LazyDupFd:
+class _LazyDupFd(_DupFd):
     """What a round trip's ``DupFd`` returns: the descriptor is duplicated only when the loaded
     object takes it (``detach``), so the loaded copy owns a duplicate, never the original."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
 
     def detach(self) -> int:
         return os.dup(self.fd)
@@ -256,7 +272,8 @@ class _RoundTripPopen(_ProbePopen):
 @contextmanager
 def _spawning(popen: _ProbePopen | None = None) -> Iterator[None]:
     previous = _mp_context.get_spawning_popen()
-    _mp_context.set_spawning_popen(popen or _ProbePopen())
+    stand_in: Any = popen or _ProbePopen()  # duck-types a spawning Popen: DupFd, duplicate_for_child
+    _mp_context.set_spawning_popen(stand_in)
     try:
         yield
     finally:
@@ -267,13 +284,18 @@ def _shared_storage(nbytes: int) -> None:  # pragma: no cover - stands in for a 
     raise RuntimeError("a size-only stand-in for a torch storage; it does not unpickle")
 
 
+#: ``_EXTRA_REDUCERS``, where ``ForkingPickler.register`` (and so ``import
+#: torch.multiprocessing``) puts reducers by type (``multiprocessing/reduction.py``).
+_EXTRA_REDUCERS: dict[type, Any] = ForkingPickler.__dict__["_extra_reducers"]
+
+
 def _torch_storage_types() -> tuple[type, ...]:
     torch = sys.modules.get("torch")
     if torch is None:
         return ()
     import torch.multiprocessing  # noqa: F401 - registers torch's ForkingPickler reducers
 
-    return tuple(t for t in ForkingPickler._extra_reducers if t.__name__ == "UntypedStorage")
+    return tuple(t for t in _EXTRA_REDUCERS if t.__name__ == "UntypedStorage")
 
 
 class TemporaryStorageError(RuntimeError):
@@ -294,30 +316,30 @@ def _storage_tracking() -> tuple[Any, bool]:
     """torch's ``StorageWeakRef`` and whether the sharing strategy is ``file_descriptor``."""
     if "torch" not in sys.modules:
         return None, False
-    tmp = sys.modules.get("torch.multiprocessing.reductions")
-    if tmp is None:
-        import torch.multiprocessing.reductions as tmp
-    return tmp.StorageWeakRef, sys.modules["torch.multiprocessing"].get_sharing_strategy() == "file_descriptor"
+    import torch.multiprocessing.reductions  # noqa: F401 - imported with torch.multiprocessing
+
+    mp = sys.modules["torch.multiprocessing"]
+    return sys.modules["torch.multiprocessing.reductions"].StorageWeakRef, mp.get_sharing_strategy() == "file_descriptor"
 
 
-_BASE: tuple[tuple, dict, tuple] = ((), {}, ())
+_BASE: tuple[tuple[int, int, bool] | tuple[()], dict[Any, Any], tuple[type, ...]] = ((), {}, ())
 
 
-def _base_table() -> tuple[dict, tuple[type, ...]]:
-    """``copyreg.dispatch_table`` plus ``ForkingPickler._extra_reducers``, and torch's storage
+def _base_table() -> tuple[dict[Any, Any], tuple[type, ...]]:
+    """``copyreg.dispatch_table`` plus ``_EXTRA_REDUCERS``, and torch's storage
     types; rebuilt whenever either registry (or the presence of torch) changes."""
     global _BASE
-    key = (len(copyreg.dispatch_table), len(ForkingPickler._extra_reducers), "torch" in sys.modules)
+    key = (len(copyreg.dispatch_table), len(_EXTRA_REDUCERS), "torch" in sys.modules)
     if _BASE[0] != key:
         storage_types = _torch_storage_types()  # may register torch's reducers first
-        key = (len(copyreg.dispatch_table), len(ForkingPickler._extra_reducers), "torch" in sys.modules)
+        key = (len(copyreg.dispatch_table), len(_EXTRA_REDUCERS), "torch" in sys.modules)
         table = dict(copyreg.dispatch_table)
-        table.update(ForkingPickler._extra_reducers)
+        table.update(_EXTRA_REDUCERS)
         _BASE = (key, table, storage_types)
     return _BASE[1], _BASE[2]
 
 
-def _dispatch_table(payload: Payload, weakrefs: list | None = None) -> dict:
+def _dispatch_table(payload: Payload, weakrefs: list[Any] | None = None) -> dict[Any, Any]:
     """ForkingPickler's dispatch table, with CPU torch storages counted instead of shared.
 
     With ``weakrefs``, a weak reference to every CPU storage pickled is appended to it, so the
@@ -329,7 +351,7 @@ def _dispatch_table(payload: Payload, weakrefs: list | None = None) -> dict:
     for storage_type in storage_types:
         torch_reducer = table[storage_type]
 
-        def reduce_storage(storage, _torch_reducer=torch_reducer):
+        def reduce_storage(storage: Any, _torch_reducer: Any = torch_reducer) -> Any:
             if storage.device.type != "cpu":
                 return _torch_reducer(storage)  # CUDA and meta storages raise there, as in a real start
             payload.storage_bytes += storage.nbytes()
@@ -346,10 +368,10 @@ class WalkerPickler(ForkingPickler):
     """:class:`ForkingPickler` (with torch's reducers) that counts into a :class:`Payload`.
 
     ``ForkingPickler.__init__`` accepts no ``buffer_callback``, so this sets up the same
-    dispatch table itself: ``copyreg.dispatch_table`` plus ``ForkingPickler._extra_reducers``.
+    dispatch table itself: ``copyreg.dispatch_table`` plus ``_EXTRA_REDUCERS``.
     """
 
-    def __init__(self, payload: Payload, protocol: int = PROTOCOL, weakrefs: list | None = None) -> None:
+    def __init__(self, payload: Payload, protocol: int = PROTOCOL, weakrefs: list[Any] | None = None) -> None:
         # The callback closes over the payload, not over self: a pickler in a reference cycle
         # would keep its memo, and every temporary it pickled, alive after the dump.
         def count_buffer(buf: pickle.PickleBuffer) -> None:
@@ -390,7 +412,7 @@ class _CutPickler(WalkerPickler):
     (set before the dump, and by :class:`_Root` for each member of a group probe).
     """
 
-    def __init__(self, payload: Payload, protocol: int, weakrefs: list, cut: set[int] | frozenset[int]) -> None:
+    def __init__(self, payload: Payload, protocol: int, weakrefs: list[Any], cut: set[int] | frozenset[int]) -> None:
         super().__init__(payload, protocol, weakrefs)
         self.cut = cut
         self.next_root: int | None = None
@@ -418,28 +440,28 @@ class _Root:
 
     __slots__ = ("obj", "pickler")
 
-    def __init__(self, obj: Any, pickler: _CutPickler) -> None:
+    def __init__(self, obj: Any, pickler: _CutPickler | _RoundTripPickler) -> None:
         self.obj = obj
         self.pickler = pickler
 
-    def __reduce_ex__(self, protocol: int) -> tuple:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
         self.pickler.next_root = id(self.obj)
         return (_root_identity, (self.obj,))
 
 
 def _dump(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
-          group: list | None = None) -> Payload:
+          group: list[Any] | None = None) -> Payload:
     """Pickle ``obj`` (or each member of ``group``) into a counting sink; see :func:`measure_payload`.
 
     With ``cut``, objects with those ids are not pickled (see :class:`_CutPickler`).
     """
     payload = Payload()
-    weakrefs: list = []
+    weakrefs: list[Any] = []
     with _spawning():
         if not cut and group is None:
             pickler = WalkerPickler(payload, protocol, weakrefs)
         else:
-            pickler = _CutPickler(payload, protocol, weakrefs, cut)
+            pickler = _CutPickler(payload, protocol, weakrefs, cut or frozenset())
             if group is not None:
                 obj = [_Root(o, pickler) for o in group]
             else:
@@ -470,7 +492,7 @@ def probe(obj: Any, protocol: int = PROTOCOL) -> BaseException | None:
 
 
 def _try_dump(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
-              group: list | None = None) -> BaseException | None:
+              group: list[Any] | None = None) -> BaseException | None:
     try:
         _dump(obj, protocol, cut, group)
     except BaseException as exc:  # noqa: BLE001 - user reducers may raise anything; it is the finding
@@ -488,7 +510,7 @@ class UnpicklingFailed(Exception):
     """
 
     def __init__(self, cause: BaseException) -> None:
-        super().__init__(f"pickles, but unpickling in the worker fails: {_describe(cause)}")
+        super().__init__(f"pickles, but unpickling in the worker fails: {describe_exception(cause)}")
         self.cause = cause
 
 
@@ -502,7 +524,7 @@ class _RoundTripPickler(ForkingPickler):
     """
 
     def __init__(self, file: io.BytesIO, protocol: int, cut: set[int] | frozenset[int],
-                 buffers: list, stash: dict) -> None:
+                 buffers: list[Any], stash: dict[int, Any]) -> None:
         pickle.Pickler.__init__(self, file, protocol, buffer_callback=buffers.append)
         table, storage_types = _base_table()
         self.dispatch_table = {**table, **_OVERRIDES}
@@ -522,7 +544,7 @@ class _RoundTripPickler(ForkingPickler):
 class _Loader(pickle.Unpickler):
     """Loads what :class:`_RoundTripPickler` wrote; a persistent id is the object itself."""
 
-    def __init__(self, data: bytes, buffers: list, stash: dict) -> None:
+    def __init__(self, data: bytes, buffers: list[Any], stash: dict[int, Any]) -> None:
         super().__init__(io.BytesIO(data), buffers=buffers)
         self.stash = stash
 
@@ -531,15 +553,15 @@ class _Loader(pickle.Unpickler):
 
 
 def _roundtrip(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
-               group: list | None = None) -> Any:
+               group: list[Any] | None = None) -> Any:
     """Dump ``obj`` (or each member of ``group``) as a spawn start would, then load it back.
 
     Raises:
         UnpicklingFailed: it pickled, but loading raised (anything, ``SystemExit`` included).
         BaseException: what pickling raised.
     """
-    buffers: list = []
-    stash: dict = {}
+    buffers: list[Any] = []
+    stash: dict[int, Any] = {}
     out = io.BytesIO()
     with _spawning(_RoundTripPopen()):
         pickler = _RoundTripPickler(out, protocol, cut or frozenset(), buffers, stash)
@@ -581,7 +603,7 @@ def roundtrip(obj: Any, protocol: int = PROTOCOL) -> Any:
 
 
 def _try_roundtrip(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
-                   group: list | None = None) -> BaseException | None:
+                   group: list[Any] | None = None) -> BaseException | None:
     """The :class:`UnpicklingFailed` of a round trip, or ``None`` when it loads or does not even
     pickle (the dump walk's business)."""
     try:
@@ -637,7 +659,7 @@ _OVERRIDES: dict[type, Any] = {}
 
 
 def _removed_reducer(hazard: Hazard) -> Any:
-    def reduce_removed(obj: Any) -> tuple:  # noqa: ARG001 - a reducer's signature
+    def reduce_removed(obj: Any) -> tuple[Any, ...]:  # noqa: ARG001 - a reducer's signature
         raise RemovedPickling(
             f"pickles on Python {sys.version_info[0]}.{sys.version_info[1]}, but not on Python {hazard.breaks_on} "
             f"and later: {hazard.why}", hazard.breaks_on)
@@ -672,7 +694,7 @@ def _hazard_only(exc: BaseException | None) -> RemovedPickling | None:
 
 
 def _try_hazard(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
-                group: list | None = None) -> BaseException | None:
+                group: list[Any] | None = None) -> BaseException | None:
     return _hazard_only(_try_dump(obj, protocol, cut, group))
 
 
@@ -752,12 +774,41 @@ def _on_sigint(previous: Any, signum: int, frame: Any) -> None:
         raise
 
 
-def _type_name(obj: Any) -> str:
+def type_name(obj: Any) -> str:
+    """``module.qualname`` of ``obj``'s class, ``builtins.`` dropped (``function``, ``sqlite3.Connection``)."""
     t = type(obj)
     return f"{t.__module__}.{t.__qualname__}".removeprefix("builtins.")
 
 
-def _first_line(exc: BaseException) -> str:
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+_TYPE_MRO = type.__dict__["__mro__"]
+
+
+def class_names(cls: type) -> tuple[str, ...]:
+    """``cls`` and its bases (its ``__mro__`` less ``object``) as ``module.qualname``, ``builtins.``
+    dropped: ``("_io.TextIOWrapper", "_io._TextIOBase", "_io._IOBase")``.
+
+    Reads the C-level attributes of ``type`` only, so a metaclass's hooks never run; a class
+    whose names cannot be read is left out.
+    """
+    names = []
+    try:
+        mro = _TYPE_MRO.__get__(cls)
+    except BaseException as exc:  # noqa: BLE001 - not a class, or a hostile one
+        reraise_if_interrupted(exc)
+        return ()
+    for klass in mro:
+        if klass is object:
+            continue
+        try:
+            names.append(f"{_TYPE_MODULE.__get__(klass)}.{_TYPE_QUALNAME.__get__(klass)}".removeprefix("builtins."))
+        except BaseException as exc:  # noqa: BLE001 - a __module__ that is not a string, say
+            reraise_if_interrupted(exc)
+    return tuple(names)
+
+
+def first_line(exc: BaseException) -> str:
     try:
         text = str(exc).strip()
     except BaseException as err:  # noqa: BLE001 - a user exception's __str__ may raise anything
@@ -766,9 +817,9 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else NO_MESSAGE
 
 
-def _describe(exc: BaseException) -> str:
+def describe_exception(exc: BaseException) -> str:
     """``Type: first line`` (``Type`` alone when the exception says nothing)."""
-    line = _first_line(exc)
+    line = first_line(exc)
     name = type(exc).__name__
     return name if line == NO_MESSAGE else f"{name}: {line}"
 
@@ -779,7 +830,7 @@ def _label(obj: Any, exc: BaseException) -> str:
         return "unpickle"
     if isinstance(exc, RemovedPickling):
         return "itertools"
-    msg = _first_line(exc)
+    msg = first_line(exc)
     torch = sys.modules.get("torch")
     if isinstance(exc, TemporaryStorageError):
         return "torch-generator" if torch is not None and isinstance(obj, torch.Generator) else "temporary-tensor"
@@ -854,7 +905,7 @@ def _descriptors(t: type) -> list[tuple[str, Any]]:
     return out
 
 
-def _attributes(obj: Any, keep: list, cache: dict | None = None) -> dict[int, str]:
+def _attributes(obj: Any, keep: list[Any], cache: dict[type, list[tuple[str, Any]]] | None = None) -> dict[int, str]:
     """``id(value) -> attribute name`` for the attributes an object stores.
 
     Reads the instance ``__dict__``, ``__slots__`` and C-level member/getset descriptors
@@ -891,16 +942,27 @@ def _attributes(obj: Any, keep: list, cache: dict | None = None) -> dict[int, st
     return names
 
 
+_OBJECT_REDUCE_EX: Any = object.__reduce_ex__
+_OBJECT_REDUCE: Any = object.__reduce__
+_NEWOBJ: Any = copyreg.__dict__["__newobj__"]
+_NEWOBJ_EX: Any = copyreg.__dict__.get("__newobj_ex__")
+
+
 def _has_custom_getstate(obj: Any) -> bool:
     t = type(obj)
     custom = getattr(t, "__getstate__", None)
     return custom is not None and custom is not getattr(object, "__getstate__", None) and (
-        t.__reduce_ex__ is object.__reduce_ex__ and t.__reduce__ is object.__reduce__
+        t.__reduce_ex__ is _OBJECT_REDUCE_EX and t.__reduce__ is _OBJECT_REDUCE
     )
 
 
 #: Stands for the parent's path in a path segment: ``"\0.next"``, ``"list(\0.keys())[2]"``.
 _HOLE = "\0"
+
+
+#: Classes in order of appearance, and their ids (classes need not hash: a metaclass may refuse).
+_Holders = tuple[tuple[type, ...], frozenset[int]]
+_NO_HOLDERS: _Holders = ((), frozenset())
 
 
 class _Item:
@@ -910,7 +972,7 @@ class _Item:
     (:func:`_path`), so a chain 100,000 links deep costs one segment per link, not a path.
     """
 
-    __slots__ = ("obj", "seg", "parent", "within", "exc", "deep")
+    __slots__ = ("obj", "seg", "parent", "within", "exc", "deep", "holders", "_inner")
 
     def __init__(self, obj: Any, seg: str, parent: _Item | None, within: str | None) -> None:
         self.obj = obj
@@ -919,16 +981,37 @@ class _Item:
         self.within = within
         self.exc: BaseException | None = None  # what probing it raised
         self.deep = False  # too deep to probe: walked link by link
+        # The classes of the objects holding it, from the root down, each once; shared with its
+        # siblings, so a chain 100,000 links deep of one class holds one tuple.
+        self.holders: _Holders = parent.inner_holders() if parent is not None else _NO_HOLDERS
+        self._inner: _Holders | None = None
+
+    def inner_holders(self) -> _Holders:
+        """The holders of this item's children: its own holders plus its own class."""
+        if self._inner is None:
+            held, ids = self.holders
+            cls = type(self.obj)
+            self._inner = self.holders if id(cls) in ids else ((*held, cls), ids | {id(cls)})
+        return self._inner
+
+
+_Node = TypeVar("_Node", _Item, "_Link")
+
+
+def _lineage(node: _Node) -> list[_Node]:
+    """``node`` and the nodes above it, from the top down."""
+    out = []
+    current: _Node | None = node
+    while current is not None:
+        out.append(current)
+        current = current.parent
+    out.reverse()
+    return out
 
 
 def _path(item: _Item) -> str:
     """The item's path from its root, with long runs of one segment written once with a count."""
-    segs = []
-    node: _Item | None = item
-    while node is not None:
-        segs.append(node.seg)
-        node = node.parent
-    segs.reverse()
+    segs = [node.seg for node in _lineage(item)]
     path = segs[0]
     i = 1
     while i < len(segs):
@@ -946,6 +1029,80 @@ def _path(item: _Item) -> str:
                 path = seg.replace(_HOLE, path)
         i = j
     return path
+
+
+def _pair_children(pairs: Iterable[tuple[Any, Any]], path: str) -> list[tuple[str, Any]]:
+    """Key-value pairs as children: ``path['key']`` for a literal key, else the key and the
+    value by position (``list(path.keys())[3]``, ``list(path.values())[3]``)."""
+    out: list[tuple[str, Any]] = []
+    for i, (k, v) in enumerate(pairs):
+        if _is_literal_key(k):
+            out.append((f"{path}[{k!r}]", v))
+        else:
+            out += [(f"list({path}.keys())[{i}]", k), (f"list({path}.values())[{i}]", v)]
+    return out
+
+
+def _unique(children: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Each child once, at its first path."""
+    seen: set[int] = set()
+    out = []
+    for path, child in children:
+        if id(child) not in seen:
+            seen.add(id(child))
+            out.append((path, child))
+    return out
+
+
+def _call_children(rv: tuple[Any, ...], reduce_path: str, named: Callable[[Any, str], str]) -> list[tuple[str, Any]]:
+    """The callable and arguments of a reduce tuple; ``copyreg.__newobj__`` (and ``__newobj_ex__``)
+    as the class and its ``__getnewargs__()``."""
+    func = rv[0]
+    args: tuple[Any, ...] = tuple(rv[1] or ()) if len(rv) > 1 else ()
+    if func is _NEWOBJ:
+        return [(f"{_HOLE}.__class__", args[0]),
+                *((named(a, f"{_HOLE}.__getnewargs__()[{i}]"), a) for i, a in enumerate(args[1:]))]
+    if func is _NEWOBJ_EX:
+        return [(f"{_HOLE}.__class__", args[0]),
+                *((named(a, f"{reduce_path}[1][{i + 1}]"), a) for i, a in enumerate(args[1:]))]
+    return [(named(func, f"{reduce_path}[0]"), func),
+            *((named(a, f"{reduce_path}[1][{i}]"), a) for i, a in enumerate(args or ()))]
+
+
+class _Link:
+    """One object of a chain, with the link above it; a chain is kept alive by its last link."""
+
+    __slots__ = ("obj", "parent", "depth")
+
+    def __init__(self, obj: Any, parent: _Link | None) -> None:
+        self.obj = obj
+        self.parent = parent
+        self.depth: int = parent.depth + 1 if parent is not None else 1
+
+    def chain(self) -> list[Any]:
+        """The objects from the top of the chain down to this one."""
+        return [link.obj for link in _lineage(self)]
+
+
+class _Frame:
+    """A chain link being walked: its successors and the next one to visit."""
+
+    __slots__ = ("link", "kids", "next")
+
+    def __init__(self, link: _Link, kids: list[Any]) -> None:
+        self.link = link
+        self.kids = kids
+        self.next = 0
+
+
+def _chain_entry(chain: list[Any]) -> int:
+    """Where a chain too deep to pickle starts: its first object of the type that repeats most
+    along it (the top itself excluded, unless it is alone)."""
+    counts: dict[type, int] = {}
+    for obj in chain[1:] or chain:
+        counts[type(obj)] = counts.get(type(obj), 0) + 1
+    repeated = max(counts, key=counts.__getitem__)
+    return next(k for k, obj in enumerate(chain) if type(obj) is repeated)
 
 
 class _Walker:
@@ -970,8 +1127,10 @@ class _Walker:
         # children built by reducers stay alive so their ids stay unique
         self.keep: list[Any] = [after.keep] if after is not None else []
         self.table = _dispatch_table(Payload())
-        self.descriptors: dict[type, list] = {}
-        self.sites: dict = after.sites if after is not None else {}  # id(class) -> (class, site)
+        self.descriptors: dict[type, list[tuple[str, Any]]] = {}
+        # id(class) -> (class, site)
+        self.sites: sites.SiteCache = after.sites if after is not None else {}
+        self.names: dict[int, tuple[str, ...]] = after.names if after is not None else {}  # id(class) -> names
         self.budget = MAX_OBJECTS
         self.root = ""
 
@@ -1014,14 +1173,7 @@ class _Walker:
         """
         t = type(obj)
         if t is dict:
-            out = []
-            for i, (k, v) in enumerate(obj.items()):
-                if _is_literal_key(k):
-                    out.append((f"{_HOLE}[{k!r}]", v))
-                else:
-                    out.append((f"list({_HOLE}.keys())[{i}]", k))
-                    out.append((f"list({_HOLE}.values())[{i}]", v))
-            return out
+            return _pair_children(obj.items(), _HOLE)
         if t is list or t is tuple:
             return [(f"{_HOLE}[{i}]", v) for i, v in enumerate(obj)]
         if t is set or t is frozenset:
@@ -1036,57 +1188,38 @@ class _Walker:
         self.keep.append(rv)
         return self._reduce_children(obj, rv)
 
-    def _reduce_children(self, obj: Any, rv: tuple) -> list[tuple[str, Any]]:
+    def _reduce_children(self, obj: Any, rv: tuple[Any, ...]) -> list[tuple[str, Any]]:
+        """The children of a reduce tuple ``(callable, args, state, listitems, dictitems)``, each
+        once, named by the attribute that holds it where there is one."""
         names = _attributes(obj, self.keep, self.descriptors)
-        path = _HOLE
-        reduce_path = f"{path}.__reduce_ex__({self.protocol})"
-        out: list[tuple[str, Any]] = []
+        reduce_path = f"{_HOLE}.__reduce_ex__({self.protocol})"
 
         def named(value: Any, fallback: str) -> str:
             if value is type(obj):
-                return f"{path}.__class__"
+                return f"{_HOLE}.__class__"
             name = names.get(id(value))
-            return _attr(path, name) if name is not None else fallback
+            return _attr(_HOLE, name) if name is not None else fallback
 
-        func, args = rv[0], rv[1] if len(rv) > 1 else ()
-        if func is copyreg.__newobj__ or func is getattr(copyreg, "__newobj_ex__", None):
-            out.append((f"{path}.__class__", args[0]))
-            rest = args[1:]
-            if func is copyreg.__newobj__:
-                out += [(named(a, f"{path}.__getnewargs__()[{i}]"), a) for i, a in enumerate(rest)]
-            else:
-                out += [(named(a, f"{reduce_path}[1][{i + 1}]"), a) for i, a in enumerate(rest)]
-        else:
-            out.append((named(func, f"{reduce_path}[0]"), func))
-            out += [(named(a, f"{reduce_path}[1][{i}]"), a) for i, a in enumerate(args or ())]
+        out = _call_children(rv, reduce_path, named)
         state = rv[2] if len(rv) > 2 else None
         if state is not None:
-            state_path = f"{path}.__getstate__()" if _has_custom_getstate(obj) else f"{reduce_path}[2]"
-            out += self._state_children(obj, path, state, state_path, named)
+            state_path = f"{_HOLE}.__getstate__()" if _has_custom_getstate(obj) else f"{reduce_path}[2]"
+            out += self._state_children(obj, _HOLE, state, state_path, named)
         if len(rv) > 3 and rv[3] is not None:
             items = list(rv[3])
             self.keep.append(items)
-            out += [(f"{path}[{i}]", v) for i, v in enumerate(items)]
+            out += [(f"{_HOLE}[{i}]", v) for i, v in enumerate(items)]
         if len(rv) > 4 and rv[4] is not None:
             pairs = list(rv[4])
             self.keep.append(pairs)
-            for i, (k, v) in enumerate(pairs):
-                if _is_literal_key(k):
-                    out.append((f"{path}[{k!r}]", v))
-                else:
-                    out.append((f"list({path}.keys())[{i}]", k))
-                    out.append((f"list({path}.values())[{i}]", v))
-        seen: set[int] = set()
-        unique = []
-        for p, child in out:
-            if id(child) not in seen:
-                seen.add(id(child))
-                unique.append((p, child))
-        return unique
+            out += _pair_children(pairs, _HOLE)
+        return _unique(out)
 
     def _state_children(self, obj: Any, path: str, state: Any, state_path: str,
-                        named) -> list[tuple[str, Any]]:
-        def from_dict(d: dict, base: str) -> list[tuple[str, Any]]:
+                        named: Callable[[Any, str], str]) -> list[tuple[str, Any]]:
+        """The children of a reduce tuple's state: a dict (by attribute where ``obj`` stores the
+        value under that name), a ``(dict, slots dict)`` pair, a sequence, or one object."""
+        def from_dict(d: dict[Any, Any], base: str) -> list[tuple[str, Any]]:
             out = []
             for k, v in d.items():
                 if isinstance(k, str) and _stored_attr(obj, k) is v:
@@ -1197,31 +1330,49 @@ class _Walker:
     def report_depth(self, root: _Item, exc: BaseException, earlier: frozenset[int]) -> None:
         """Report where the structure below ``root`` that is too deep to pickle starts.
 
-        Walks it depth first, as the pickler does (iteratively, each object once, through
-        :meth:`successors`), keeps the deepest chain, and names its first object of the type
-        that repeats most along it.
+        Walks it depth first, as the pickler does (:meth:`deepest_chain`), and names the first
+        object of the chain's most repeated type, at a path made of the walk's own segments.
+        """
+        chain, back_edges = self.deepest_chain(root.obj, earlier)
+        at = _chain_entry(chain)
+        entry = chain[at]
+        if id(entry) in self.reported:
+            return
+        item = root
+        for obj in chain[1:at + 1]:  # the way down to the entry: a few links
+            seg = next((seg for seg, child in self.children_or_leaf(item.obj) if child is obj), f"{_HOLE}.<?>")
+            item = _Item(obj, seg, item, None)
+        cycle = "; it is a reference cycle back to this object" if id(entry) in back_edges else ""
+        if "maximum recursion depth exceeded" in first_line(exc):
+            # The limit may strike inside a Python call the pickler makes (a reducer, a probe's
+            # persistent_id); a real start says this.
+            exc = RecursionError("maximum recursion depth exceeded while pickling an object")
+        note = f"a chain of {len(chain) - at:,} nested objects starts here{cycle}"
+        self.report(item, exc, note=note, label="too-deep")
+
+    def deepest_chain(self, top: Any, earlier: frozenset[int]) -> tuple[list[Any], set[int]]:
+        """The deepest chain of objects below ``top`` (``top`` first), and the ids of the objects
+        a deeper one refers back to (a reference cycle).
+
+        Walks depth first, as the pickler does, iteratively and each object once (objects in
+        ``earlier`` are judged already), through :meth:`successors`, at most
+        :data:`MAX_OBJECTS` objects. Only the deepest chain's links stay alive.
         """
         memo = set(earlier)
-        memo.add(id(root.obj))
-        on_stack = {id(root.obj)}
-        back_edges: set[int] = set()  # objects a deeper one refers back to: a cycle
-        # A chain link is (object, parent link); only the deepest chain stays alive.
-        root_link: tuple = (root.obj, None)
-        stack: list[list] = [[root_link, self.successors(root.obj), 0]]
-        deepest, depth = root_link, 1
-        budget = MAX_OBJECTS
+        memo.add(id(top))
+        on_stack = {id(top)}
+        back_edges: set[int] = set()
+        stack = [_Frame(_Link(top, None), self.successors(top))]
+        deepest, budget = stack[0].link, MAX_OBJECTS
         while stack and budget > 0:
-            top = stack[-1]
-            link, kids, i = top
-            if i >= len(kids):
+            frame = stack[-1]
+            if frame.next >= len(frame.kids):
                 stack.pop()
-                on_stack.discard(id(link[0]))
+                on_stack.discard(id(frame.link.obj))
                 continue
-            top[2] = i + 1
-            child = kids[i]
-            if type(child) in _ATOMIC:
-                continue
-            if id(child) in memo:
+            child = frame.kids[frame.next]
+            frame.next += 1
+            if type(child) in _ATOMIC or id(child) in memo:
                 if id(child) in on_stack:
                     back_edges.add(id(child))
                 continue
@@ -1230,39 +1381,12 @@ class _Walker:
                 _check_interrupt()
             memo.add(id(child))
             on_stack.add(id(child))
-            child_link = (child, link)
-            stack.append([child_link, self.successors(child), 0])
-            if len(stack) > depth:
-                deepest, depth = child_link, len(stack)
-        del stack
-        chain = []
-        node: tuple | None = deepest
-        while node is not None:
-            chain.append(node[0])
-            node = node[1]
-        chain.reverse()
-        counts: dict[type, int] = {}
-        for obj in chain[1:] or chain:
-            counts[type(obj)] = counts.get(type(obj), 0) + 1
-        repeated = max(counts, key=counts.__getitem__)
-        at = next(k for k, obj in enumerate(chain) if type(obj) is repeated)
-        entry = chain[at]
-        if id(entry) in self.reported:
-            return
-        # Name the way down to the entry (a few links) with the walk's own path segments.
-        item = root
-        for obj in chain[1:at + 1]:
-            seg = next((seg for seg, child in self.children_or_leaf(item.obj) if child is obj), f"{_HOLE}.<?>")
-            item = _Item(obj, seg, item, None)
-        n = len(chain) - at
-        cycle = "; it is a reference cycle back to this object" if id(entry) in back_edges else ""
-        if "maximum recursion depth exceeded" in _first_line(exc):
-            # The limit may strike inside a Python call the pickler makes (a reducer, a probe's
-            # persistent_id); a real start says this.
-            exc = RecursionError("maximum recursion depth exceeded while pickling an object")
-        self.report(item, exc, note=f"a chain of {n:,} nested objects starts here{cycle}", label="too-deep")
+            stack.append(_Frame(_Link(child, frame.link), self.successors(child)))
+            if len(stack) > deepest.depth:
+                deepest = stack[-1].link
+        return deepest.chain(), back_edges
 
-    def successors(self, obj: Any) -> list:
+    def successors(self, obj: Any) -> list[Any]:
         """The objects pickling ``obj`` pickles next, in order, without paths (see
         :meth:`children`); a reducer that raises (anything) gives none."""
         t = type(obj)
@@ -1307,7 +1431,7 @@ class _Walker:
             return
         self.reported.add(id(obj))
         self.keep.append(obj)
-        message = _first_line(exc) + (f" ({note})" if note else "")
+        message = first_line(exc) + (f" ({note})" if note else "")
         try:
             label = label or _label(obj, exc)
             qualname = getattr(obj, "__qualname__", "") if isinstance(obj, (type, types.FunctionType)) else ""
@@ -1318,13 +1442,13 @@ class _Walker:
         if isinstance(exc, (TemporaryStorageError, RemovedPickling)):
             exc_type = type(exc).__mro__[1].__name__ if isinstance(exc, RemovedPickling) else type(exc).__name__
         elif isinstance(exc, UnpicklingFailed):
-            exc_type = _type_name(exc.cause)
+            exc_type = type_name(exc.cause)
         else:
-            exc_type = _type_name(exc)
-        file, line = _sites.site_along(obj, _enclosing(item), self.sites)
+            exc_type = type_name(exc)
+        file, line = sites.site_along(obj, _enclosing(item), self.sites)
         self.problems.append(Problem(
             path=_path(item),
-            type=_type_name(obj),
+            type=type_name(obj),
             message=message,
             exc_type=exc_type,
             label=label,
@@ -1334,7 +1458,16 @@ class _Walker:
             file=file,
             line=line,
             breaks_on=exc.breaks_on if isinstance(exc, RemovedPickling) else None,
+            classes=self.class_names(type(obj)),
+            holders=tuple(dict.fromkeys(n for cls in reversed(item.holders[0]) for n in self.class_names(cls))),
         ))
+
+    def class_names(self, cls: type) -> tuple[str, ...]:
+        """:func:`class_names`, once per class (the class is kept alive, so its id stays its own)."""
+        if id(cls) not in self.names:
+            self.keep.append(cls)
+            self.names[id(cls)] = class_names(cls)
+        return self.names[id(cls)]
 
 
 def _enclosing(item: _Item) -> Iterator[Any]:
@@ -1363,7 +1496,7 @@ def _stored_attr(obj: Any, name: str) -> Any:
 def _collapse(problems: list[Problem]) -> list[Problem]:
     """At most :data:`MAX_SIMILAR` problems with the same type, message, exception and label;
     the last one kept says how many more there are and where the last of them is."""
-    groups: dict[tuple, list[Problem]] = {}
+    groups: dict[tuple[str, str, str, str], list[Problem]] = {}
     for p in problems:
         groups.setdefault((p.type, p.message, p.exc_type, p.label), []).append(p)
     notes = {}

@@ -29,6 +29,7 @@ CASE = {
         {"sharing_strategy": "file_system", "expect": {"fork": "pass", "spawn": "pass", "forkserver": "pass"}},
     ],
     "fix": "fd-limit-one-tensor-per-batch",
+    "matches": {"errors": [{"kind": "fd-limit"}]},
     "sources": [
         "https://github.com/pytorch/pytorch/issues/11201",
         "https://docs.pytorch.org/docs/stable/multiprocessing.html#sharing-strategies",

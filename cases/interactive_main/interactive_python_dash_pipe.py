@@ -15,6 +15,9 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "worker-died", "forkserver": "worker-died"},
     "fix": "entry-main-guard",
+    "matches": {
+        "errors": [{"kind": "worker-died", "text": r"No such file or directory: '[^']*<stdin>'"}],
+    },
     "sources": [
         "https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods",
         "https://github.com/pytorch/pytorch/issues/51344",

@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.shm_fd_limits.many_tensors_fd_strategy import (
+from cases.shm_fd_limits.fd_limit_many_tensors import (
     ITEMS,
     PARTS,
     expected_parts,

@@ -26,6 +26,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from harness._escape import terminal
 from harness._options import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, resolve_start_method
@@ -34,11 +35,12 @@ from harness.catalogue.discover import Case, default_catalogue_dir
 from harness.classify.classifier import Verdict, classify
 from harness.classify.outcomes import METHODS, outcome_label
 from harness.errors import Interrupted, UsageError
+from harness.inspect import hints
 from harness.run.launch import kill_live_cells, launch_cell
 from harness.run.plan import CellSpec, emulated_temp_dir
 
-__all__ = ["Reproduction", "ScriptSpec", "classify_command", "hint_for", "python_note", "reproduce",
-           "reproduce_command"]
+__all__ = ["BATCH_BACK_HINT", "Reproduction", "ScriptSpec", "case_for", "classify_command", "hint_for",
+           "python_note", "reproduce", "reproduce_command"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class ScriptSpec(CellSpec):
     argv: tuple[str, ...] = ()
     cwd: str = ""
 
-    def to_child(self) -> dict:
+    def to_child(self) -> dict[str, Any]:
         """The cell spec plus ``argv`` and ``cwd`` (read by :func:`harness.child.cell.run_spec`).
 
         A user's script never calls ``cell.check``: one that ends normally passes, so the
@@ -75,6 +77,8 @@ class Reproduction:
         hint: the fix hint naming the matching catalogue case, or ``None`` on ``pass``.
         stderr_tail: the last lines the script and its workers wrote to stderr.
         note: what the requested platform does not replay here (:func:`python_note`), or ``None``.
+        case: the id of the catalogue case the hint names (:func:`case_for`), or ``None``.
+        fix: the id of that case's fix, or ``None``.
     """
 
     script: str
@@ -85,9 +89,12 @@ class Reproduction:
     hint: str | None
     stderr_tail: list[str] = field(default_factory=list)
     note: str | None = None
+    case: str | None = None
+    fix: str | None = None
 
-    def to_json(self) -> dict:
-        """``{"script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "note"}``."""
+    def to_json(self) -> dict[str, Any]:
+        """``{"script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "case",
+        "fix", "note"}``."""
         return {
             "script": self.script,
             "method": self.method,
@@ -96,6 +103,8 @@ class Reproduction:
             "root_cause": self.verdict.root_cause,
             "duration_s": round(self.duration_s, 3),
             "hint": self.hint,
+            "case": self.case,
+            "fix": self.fix,
             "note": self.note,
         }
 
@@ -146,52 +155,6 @@ def python_note(name: str, python: tuple[int, int] | None = None) -> str | None:
             f"not {them}'s pickling rules; run on {them} for those{hazards}")
 
 
-def _pick(candidates: list[str], exclude: tuple[str, ...] = ()):
-    from harness._diagnose import pick_case
-
-    return pick_case(candidates, exclude)
-
-
-# Every Python's wording (see harness.classify.classifier): 3.14 says "cannot pickle 'BufferedReader'
-# instances" (no module prefix), "Can't pickle local object <function f.<locals>.g at 0x...>",
-# and "module '__mp_main__' has no attribute 'f'".
-_QUOTED_TYPE = re.compile(r"cannot pickle '([^']+)' (?:object|instances)")
-_LOCAL_NAME = re.compile(r"local object (?:'([^']+)'|<(?:function|class) '?([\w.<>]+?)'?(?: at 0x[0-9a-f]+)?>)")
-_MAIN_ATTR = re.compile(r"Can't get attribute '([^']+)' on <module '__(?:mp_)?main__'( \(built-in\))?|"
-                        r"module '(__main__|__mp_main__)' has no attribute '([^']+)'")
-_IO_TYPES = ("BufferedReader", "BufferedWriter", "BufferedRandom", "TextIOWrapper", "FileIO")
-
-
-def _pickle_candidates(text: str) -> tuple[list[str], tuple[str, ...]]:
-    """Catalogue candidates for a pickling root cause, from the pickler's message alone."""
-    if "<lambda>" in text:
-        return (["transform-lambda", "collate-fn-lambda"], ())
-    local = _LOCAL_NAME.search(text)
-    if local:
-        last = (local.group(1) or local.group(2)).rsplit(".", 1)[-1]
-        if last[:1].isupper():
-            return (["dataset-class-in-function"], ())
-        return (["transform-local-def", "transform-closure-captures-local"], ())
-    quoted = _QUOTED_TYPE.search(text)
-    if quoted:
-        t = quoted.group(1)
-        if t.startswith("_io.") or t in _IO_TYPES:
-            return (["dataset-open-file"], ())
-        if t.startswith("itertools."):
-            return (["dataset-itertools-cycle", "*itertools*"], ())
-        if t.startswith("sqlite3."):
-            return (["dataset-sqlite-connection", "*sqlite*"], ())
-        if t == "module":
-            return (["dataset-module-object"], ())
-        if t in ("_thread.lock", "_thread.RLock"):
-            return (["dataset-lock", "dataset-log-handler", "dataset-*lock*"], ("semlock", "context"))
-        if t == "generator":
-            return (["dataset-generator", "dataset-generator*", "*iterdir*"], ("torch",))
-        if "Generator" in t:
-            return (["*torch-generator*"], ())
-    return ([], ())
-
-
 #: A queue feeder thread's traceback (``multiprocessing/queues.py``, ``_feed``): a worker's result
 #: did not pickle on its way back; "it's not the same object as" is a class made anew at each call.
 _FEEDER = re.compile(r"queues\.py\W+line \d+, in _feed\b|in _feed\s*$", re.M)
@@ -206,20 +169,44 @@ def _batch_back(verdict: Verdict, text: str, stderr: str) -> bool:
     return verdict.outcome == "hang" and bool(_NOT_SAME.search(f"{text}\n{stderr}"))
 
 
+#: The hint for a batch that could not be pickled on its way back from a worker.
+BATCH_BACK_HINT = (
+    "a worker's batch could not be pickled on its way back to the main process: the worker's queue feeder "
+    "thread printed the error and dropped the batch, so the loader waits for it forever, under every start "
+    "method, fork included; a class that collate_fn (or the dataset) makes at each call with the name of a "
+    "module-level class (a namedtuple or dataclass built inside it) does this: define it once at module level "
+    "(harness diagnose names it, at a path rooted at batch)")
+
+
+def case_for(verdict: Verdict, stderr: str = "") -> Case | None:
+    """The catalogue case that shows the same mechanism as ``verdict``, or ``None``.
+
+    The case is the one whose ``CASE['matches']['errors']`` declares the verdict's kind and
+    error text (its message and root cause) most specifically (:mod:`harness.inspect.hints`).
+    ``None`` for a pass, for a batch that could not come back (see :func:`hint_for`), and when
+    no declaration matches.
+
+    Args:
+        verdict: the classified run.
+        stderr: what the script and its workers wrote to stderr (or the pasted text).
+    """
+    if verdict.outcome == "pass":
+        return None
+    text = f"{verdict.message}\n{verdict.root_cause}"
+    if _batch_back(verdict, text, stderr):
+        return None
+    return hints.case_for_error(verdict.kind, text)
+
+
 def hint_for(verdict: Verdict, timeout_s: float | None = None, stderr: str = "") -> str | None:
-    """A one-line fix hint naming the catalogue case with the same mechanism.
+    """A one-line fix hint naming the catalogue case with the same mechanism (:func:`case_for`).
 
-    Mapping (kind → case): ``bootstrap`` → ``entry-no-main-guard``; ``main-attribute`` →
-    ``entry-def-inside-main-guard`` (or an interactive-``__main__`` case for
-    ``<module '__main__' (built-in)>``); ``pickle`` → the case for the object the pickler names
-    (lambda, local function or class, open file, sqlite connection, module ...);
-    ``context-mix``, ``cuda-reinit``, ``daemonic`` and ``fd-limit`` → the case of that family. Each hint gives
-    the case's fix case and its file in the catalogue.
-
-    A batch that could not be pickled on its way back (a queue feeder thread's ``_feed``
-    traceback in ``stderr`` with a pickling error, or a hang whose stderr says "it's not the
-    same object as") gets its own hint: the feeder thread drops the batch and the loader hangs
-    under every start method.
+    The hint names the case, its title and file in the catalogue, and its fix case's. A batch
+    that could not be pickled on its way back (a queue feeder thread's ``_feed`` traceback in
+    ``stderr`` with a pickling error, or a hang whose stderr says "it's not the same object
+    as") gets :data:`BATCH_BACK_HINT`: the feeder thread drops the batch and the loader hangs
+    under every start method. A run no case matches gets a word on what it is (a hang, a
+    worker's own exception, a script that could not start).
 
     Args:
         verdict: the classified run.
@@ -231,43 +218,9 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None, stderr: str = "")
     """
     if verdict.outcome == "pass":
         return None
-    text = f"{verdict.message}\n{verdict.root_cause}"
-    if _batch_back(verdict, text, stderr):
-        return ("a worker's batch could not be pickled on its way back to the main process: the worker's queue "
-                "feeder thread printed the error and dropped the batch, so the loader waits for it forever, under "
-                "every start method, fork included; a class that collate_fn (or the dataset) makes at each call "
-                "with the name of a module-level class (a namedtuple or dataclass built inside it) does this: "
-                "define it once at module level (harness diagnose names it, at a path rooted at batch)")
-    candidates: list[str] = []
-    exclude: tuple[str, ...] = ()
-    if verdict.kind == "bootstrap":
-        candidates = ["entry-no-main-guard", "*no-main-guard*"]
-    elif verdict.kind == "main-attribute":
-        m = _MAIN_ATTR.search(text)
-        name = (m.group(1) or m.group(4) or "") if m else ""
-        # No module to re-import: a REPL, notebook or piped script ("(built-in)" up to 3.13;
-        # from 3.14 the worker looks the name up on its own '__main__', not '__mp_main__').
-        interactive = bool(m and (m.group(2) or m.group(3) == "__main__"))
-        if interactive:
-            candidates = (["interactive-stdin-dataset-class", "interactive-stdin-def", "*interactive*"]
-                          if name[:1].isupper() else ["interactive-stdin-def", "*interactive*"])
-        elif name[:1].isupper():
-            candidates = ["entry-class-inside-main-guard", "*class*main-guard*", "entry-def-inside-main-guard"]
-        else:
-            candidates = ["entry-def-inside-main-guard", "*inside-main-guard*"]
-    elif verdict.kind == "pickle":
-        candidates, exclude = _pickle_candidates(text)
-    elif verdict.kind == "context-mix":
-        candidates = ["value-fork-context-spawn-loader", "*fork-context*", "*context-mix*", "*semlock*"]
-    elif verdict.kind == "cuda-reinit":
-        candidates = ["cuda-init-before-fork", "*cuda*"]
-    elif verdict.kind == "daemonic":
-        candidates = ["loader-in-daemonic-pool", "*daemon*"]
-    elif verdict.kind == "fd-limit":
-        candidates = ["fd-limit-many-tensors", "fd-limit-*"]
-    elif "unable to resize file" in text:
-        candidates = ["dataset-torch-generator", "*torch-generator*"]
-    case = _pick(candidates, exclude) if candidates else None
+    if _batch_back(verdict, f"{verdict.message}\n{verdict.root_cause}", stderr):
+        return BATCH_BACK_HINT
+    case = case_for(verdict, stderr)
     if case is not None:
         return _case_hint(case)
     if verdict.outcome == "hang":
@@ -290,12 +243,11 @@ def _where(case: Case) -> str:
 
 
 def _case_hint(case: Case) -> str:
-    from harness._diagnose import catalogue_cases, fix_description
-
+    known = hints.catalogue_hints()
     hint = f"matches catalogue case {case.id} ({case.title}), {_where(case)}"
-    fix_case = catalogue_cases().get(case.fix) if case.fix else None
+    fix_case = known.cases.get(case.fix) if case.fix else None
     if case.fix:
-        hint += f"; fix: {fix_description(case.fix)}" + (f", {_where(fix_case)}" if fix_case else "")
+        hint += f"; fix: {known.fix_description(case.fix)}" + (f", {_where(fix_case)}" if fix_case else "")
     return hint
 
 
@@ -318,21 +270,8 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
     if not path.is_file():
         raise FileNotFoundError(f"{script}: script not found")
     resolved = resolve_start_method(method, available=True)
-    abspath = path.resolve()
-    case = Case(
-        id="reproduce",
-        family="user-script",
-        title=abspath.name,
-        why="",
-        expect=dict.fromkeys(METHODS, "pass"),
-        sources=(),
-        module=abspath.stem,
-        path=abspath,
-        root=abspath.parent,
-        script=True,
-    )
     emulating = PROFILES.get(method)
-    spec = ScriptSpec(case=case, method=resolved, num_workers=DEFAULT_WORKERS, timeout_s=timeout_s,
+    spec = ScriptSpec(case=_script_case(path), method=resolved, num_workers=DEFAULT_WORKERS, timeout_s=timeout_s,
                       profile=emulating.id if emulating else None, argv=tuple(argv), cwd=cwd or os.getcwd())
     long_temp = emulated_temp_dir(emulating) if emulating else None
     try:
@@ -341,17 +280,21 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
         if long_temp is not None:
             long_temp.close()
     verdict = classify(run.observation)
-    tail = [line for line in run.observation.stderr.splitlines() if line.strip()][-12:]
-    return Reproduction(
-        script=str(script),
-        method=resolved,
-        requested=method,
-        verdict=verdict,
-        duration_s=run.wall_s,
-        hint=hint_for(verdict, timeout_s, run.observation.stderr),
-        stderr_tail=tail if verdict.outcome != "pass" else [],
-        note=python_note(method),
-    )
+    stderr = run.observation.stderr
+    tail = [line for line in stderr.splitlines() if line.strip()][-12:]
+    case = case_for(verdict, stderr)
+    return Reproduction(script=str(script), method=resolved, requested=method, verdict=verdict,
+                        duration_s=run.wall_s, hint=hint_for(verdict, timeout_s, stderr),
+                        stderr_tail=tail if verdict.outcome != "pass" else [], note=python_note(method),
+                        case=case.id if case else None, fix=case.fix if case else None)
+
+
+def _script_case(path: Path) -> Case:
+    """The user's script as a script case of its own: run as ``__main__``, expected to pass."""
+    abspath = path.resolve()
+    return Case(id="reproduce", family="user-script", title=abspath.name, why="",
+                expect=dict.fromkeys(METHODS, "pass"), sources=(), module=abspath.stem, path=abspath,
+                root=abspath.parent, script=True)
 
 
 def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -384,7 +327,7 @@ CLASSIFY_MAX_BYTES = 4 * 2**20
 CLASSIFY_STREAM_LIMIT_BYTES = 64 * 2**20
 
 
-def _read_tail(f) -> bytes:
+def _read_tail(f: BinaryIO) -> bytes:
     """The last :data:`CLASSIFY_MAX_BYTES` of ``f``: seeking on a regular file, else reading at
     most :data:`CLASSIFY_STREAM_LIMIT_BYTES` (an endless stream such as ``/dev/zero`` stops there)."""
     try:
@@ -434,13 +377,15 @@ def classify_command(file: str, as_json: bool = False) -> int:
     text = data.decode("utf-8", errors="replace").replace("\x00", "")
     verdict = classify_traceback(text)
     if not verdict.root_cause and not verdict.message:
-        print(json.dumps({"outcome": None, "kind": None, "root_cause": "", "hint": None}) if as_json
-              else "no error line found")
+        print(json.dumps({"outcome": None, "kind": None, "root_cause": "", "hint": None, "case": None, "fix": None})
+              if as_json else "no error line found")
         return 0
     hint = hint_for(verdict, stderr=text)
     if as_json:
+        case = case_for(verdict, stderr=text)
         print(json.dumps({"outcome": verdict.outcome, "kind": verdict.kind, "root_cause": verdict.root_cause,
-                          "message": verdict.message, "hint": hint}, indent=2))
+                          "message": verdict.message, "hint": hint, "case": case.id if case else None,
+                          "fix": case.fix if case else None}, indent=2))
     else:
         print(f"{verdict.outcome} ({verdict.kind})")
         print(terminal(f"  root cause: {verdict.root_cause}"))

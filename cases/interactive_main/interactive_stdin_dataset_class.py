@@ -13,6 +13,17 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "main-attribute", "forkserver": "main-attribute"},
     "fix": "interactive-stdin-import",
+    "matches": {
+        "errors": [
+            {
+                "kind": "main-attribute",
+                "text": [
+                    r"Can't get attribute '[A-Z][^']*' on <module '__main__' \(",
+                    r"module '__main__' has no attribute '[A-Z][^']*'",
+                ],
+            }
+        ],
+    },
     "sources": [
         "https://github.com/pytorch/pytorch/issues/51344",
         "https://github.com/jupyter/notebook/issues/5261",

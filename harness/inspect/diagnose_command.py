@@ -1,0 +1,395 @@
+"""``harness diagnose TARGET [TARGET ...]``: each target diagnosed in its own child process.
+
+The user's code (import, factory, pickling, loading, first batch) runs in a child process
+(``python -m harness._diagnose_child``) in its own session or process group, started in the
+current directory, with a timeout after which the child's whole process tree is killed, and,
+on POSIX, a bound on the child's address space (:data:`DEFAULT_MEMORY_GIB` more than the
+interpreter has mapped once torch is imported; ``HARNESS_DIAGNOSE_MEMORY_GIB`` changes it, 0
+lifts it). The child writes its diagnosis as JSON (:func:`harness.inspect.diagnose.diagnosis_to_child`).
+
+Targets are diagnosed one after the other, and the command exits with the worst: 0 all safe
+(hazards do not count); 1 any unsafe, or a target's own code ended its child process
+(``os._exit``, a signal) before it could report, one line naming the target and the exit
+status; 2 any target cannot be built, or its diagnosis did not finish within ``--timeout`` or
+the memory bound (one line each; no verdict; the other targets are still diagnosed and
+reported); 130 interrupted (Ctrl-C, SIGTERM: the child's tree is killed first, and no later
+target runs). Standard output carries the diagnoses (``--format text``, ``json`` or
+``github``); every other outcome is one line on standard error (and, with ``github``, also an
+``::error`` command on standard output). What the user's code prints goes to standard error,
+so JSON output stays parseable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from harness._escape import terminal
+from harness._options import DEFAULT_MEMORY_GIB, DEFAULT_TIMEOUT_S
+from harness._progress import say as _say
+from harness.errors import Interrupted, UsageError
+from harness.inspect.diagnose import Diagnosis, diagnosis_from_child, resolve_method
+from harness.inspect.output import github_command
+
+__all__ = [
+    "DEFAULT_MEMORY_GIB",
+    "DEFAULT_TIMEOUT_S",
+    "FORMATS",
+    "MEMORY_ENV",
+    "ChildRun",
+    "diagnose_command",
+    "memory_limit_bytes",
+    "run_child",
+]
+
+#: ``harness diagnose --format`` choices.
+FORMATS = ("text", "json", "github")
+
+MEMORY_ENV = "HARNESS_DIAGNOSE_MEMORY_GIB"
+
+
+def memory_limit_bytes(environ: Mapping[str, str] | None = None) -> int | None:
+    """Bytes of address space the diagnosis child may map beyond its start, or ``None``.
+
+    Read from ``HARNESS_DIAGNOSE_MEMORY_GIB`` (GiB, a number; ``0`` lifts the bound), default
+    :data:`DEFAULT_MEMORY_GIB`. Applied only on POSIX (``resource.RLIMIT_AS``).
+
+    Raises:
+        UsageError: the variable is not a finite number >= 0 (also a ``ValueError``).
+    """
+    raw = (os.environ if environ is None else environ).get(MEMORY_ENV, "").strip()
+    if not raw:
+        gib = DEFAULT_MEMORY_GIB
+    else:
+        try:
+            gib = float(raw)
+        except ValueError:
+            raise UsageError(f"{MEMORY_ENV}={raw!r}: not a number of GiB") from None
+        if not math.isfinite(gib) or gib < 0:
+            raise UsageError(f"{MEMORY_ENV}={raw!r}: must be a finite number >= 0 (0: no bound)")
+    return int(gib * (1 << 30)) if gib > 0 else None
+
+
+@dataclass
+class ChildRun:
+    """How the diagnosis child ended.
+
+    Attributes:
+        result: what the child wrote (``{"kind": "diagnosis" | "target-error" | "memory" |
+            "error", ...}``; see :mod:`harness._diagnose_child`), or ``None`` when it ended
+            without writing it.
+        returncode: its exit status (negative: killed by that signal), or ``None``.
+        timed_out: it ran past the timeout and its tree was killed.
+        stage: the last step it announced (``"calling make_loader()"``), or ``""``.
+    """
+
+    result: dict[str, Any] | None
+    returncode: int | None
+    timed_out: bool
+    stage: str
+
+
+def _child_pythonpath(env: dict[str, str]) -> None:
+    """Let the child import this harness when it runs from a checkout that is not installed.
+
+    The folder holding the ``harness`` package is appended to ``PYTHONPATH`` unless it is a
+    site-packages folder (which the child has anyway, after the standard library: on
+    ``PYTHONPATH`` it would come first, and an old backport there could shadow the stdlib).
+    """
+    import site
+
+    import harness
+
+    root = os.path.realpath(Path(harness.__file__).resolve().parent.parent)
+    sites = (
+        [*site.getsitepackages(), site.getusersitepackages()]
+        if hasattr(site, "getsitepackages")
+        else []
+    )
+    if root in {os.path.realpath(d) for d in sites}:
+        return
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([*paths, root])
+
+
+def _popen_options() -> dict[str, Any]:
+    """The child in its own session (POSIX) or process group (Windows), its standard output
+    sent to this process's standard error."""
+    options: dict[str, Any] = {"stdin": subprocess.DEVNULL}
+    if sys.platform == "win32":
+        options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+    else:
+        options["start_new_session"] = True
+    try:
+        options["stdout"] = (
+            sys.__stderr__.fileno() if sys.__stderr__ is not None else subprocess.DEVNULL
+        )
+    except (OSError, ValueError):
+        options["stdout"] = subprocess.DEVNULL
+    return options
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """Wait for ``proc``, then kill its whole tree; whether it ran past ``timeout_s``."""
+    from harness.run import containment as _containment
+    from harness.run.sampler import kill_tree
+
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        return True
+    finally:  # also on KeyboardInterrupt: nothing the user's code started outlives this
+        kill_tree(proc.pid)
+        proc.wait()
+        _containment.untrack(proc.pid)
+    return False
+
+
+def _read_back(workdir: Path) -> tuple[dict[str, Any] | None, str]:
+    """``(the child's result or None, its last stage or "")``."""
+    try:
+        result = json.loads((workdir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        result = None
+    try:
+        stage = (workdir / "stage.txt").read_text(encoding="utf-8").strip()
+    except OSError:
+        stage = ""
+    return result, stage
+
+
+def run_child(
+    target: str, method: str, num_workers: int | None, timeout_s: float, memory_bytes: int | None
+) -> ChildRun:
+    """Run load_target + diagnose on ``target`` in ``python -m harness._diagnose_child``.
+
+    The child runs in the current directory, in its own session (POSIX) or process group
+    (Windows), with its standard output sent to this process's standard error. After
+    ``timeout_s`` seconds, or when it ends, or on ``KeyboardInterrupt``, its whole process
+    tree is killed (:func:`harness.run.sampler.kill_tree`); the containment watchdog
+    (:mod:`harness.run.containment`) kills it too if this process is killed first.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C or SIGTERM while waiting (the tree is killed first).
+    """
+    import shutil
+    import tempfile
+
+    from harness.run import containment as _containment
+
+    workdir = Path(tempfile.mkdtemp(prefix="hd-"))
+    spec = {
+        "target": target,
+        "method": method,
+        "num_workers": num_workers,
+        "memory_bytes": memory_bytes,
+        "result": str(workdir / "result.json"),
+        "stage": str(workdir / "stage.txt"),
+    }
+    env = _containment.child_env()
+    _child_pythonpath(env)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness._diagnose_child", json.dumps(spec)],
+            env=env,
+            **_popen_options(),
+        )
+        _containment.track(proc.pid)
+        timed_out = _wait(proc, timeout_s)
+        result, stage = _read_back(workdir)
+        return ChildRun(
+            result=None if timed_out else result,
+            returncode=proc.returncode,
+            timed_out=timed_out,
+            stage=stage,
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _gib(n: int | None) -> str:
+    return f"{(n or 0) / (1 << 30):g} GiB"
+
+
+def _ended(returncode: int | None, memory: int | None) -> str:
+    """``exited with status 3`` or ``was killed by signal SIGKILL``, with a word on the memory
+    bound for the signals a failed allocation in C code ends with."""
+    if returncode is None or returncode >= 0:
+        return f"exited with status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = str(-returncode)
+    bound = ""
+    if memory and name in ("SIGABRT", "SIGSEGV", "SIGBUS"):
+        bound = f" (its address space was limited to {_gib(memory)} more than at start; {MEMORY_ENV} changes it)"
+    return f"was killed by signal {name}{bound}"
+
+
+def _outcome(
+    target: str, run: ChildRun, timeout_s: float, memory: int | None
+) -> tuple[int, Diagnosis | None, str]:
+    """``(exit code, diagnosis or None, one-line error or "")`` for one target's child run."""
+    while_ = f" while {run.stage}" if run.stage else ""
+    if run.timed_out:
+        return (
+            2,
+            None,
+            (
+                f"harness diagnose: error: {target}: timed out after {timeout_s:g} s{while_}; the process "
+                "tree running it was killed (a longer --timeout gives it more time)"
+            ),
+        )
+    result = run.result
+    if result is None:
+        return (
+            1,
+            None,
+            (
+                f"harness diagnose: {target}: UNSAFE: the process running it "
+                f"{_ended(run.returncode, memory)}{while_}, before it could report: the target's own code "
+                "ended it"
+            ),
+        )
+    kind = result.get("kind")
+    if kind == "diagnosis":
+        diagnosis = diagnosis_from_child(result["diagnosis"])
+        return (0 if diagnosis.safe else 1), diagnosis, ""
+    message = result.get("message", "")
+    if kind == "memory" or "MemoryError" in message:
+        limit = (
+            f" (limit: {_gib(memory)} more than at start; set {MEMORY_ENV} to change it, 0 lifts it)"
+            if memory
+            else ""
+        )
+        return (
+            2,
+            None,
+            f"harness diagnose: error: {target}: ran out of memory{while_}{limit}: {message}",
+        )
+    if kind == "target-error":
+        return 2, None, f"harness diagnose: error: {message}"
+    return 2, None, f"harness diagnose: error: {target}: {message}"
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM stops the command like Ctrl-C (killing the child's tree), in the main thread."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - a handler's signature
+        raise KeyboardInterrupt
+
+    old = None
+    if threading.current_thread() is threading.main_thread():
+        old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What every target is diagnosed with."""
+
+    fmt: str
+    method: str
+    num_workers: int | None
+    timeout_s: float
+    memory: int | None
+
+
+def _report(
+    one: str, first: bool, run: ChildRun, settings: _Settings
+) -> tuple[int, dict[str, Any]]:
+    """Print one target's diagnosis (or its one-line error); ``(exit code, its JSON entry)``."""
+    code, diagnosis, error = _outcome(one, run, settings.timeout_s, settings.memory)
+    if error or diagnosis is None:
+        _say(error)
+        if settings.fmt == "github":
+            print(github_command("error", error, "harness diagnose"))
+        return code, {"target": one, "error": error}
+    if (
+        settings.fmt == "text"
+    ):  # names and messages come from the user's code: no escape sequence reaches the terminal
+        print(("" if first else "\n") + terminal(diagnosis.format_text()))
+    elif settings.fmt == "github" and (diagnosis.findings or diagnosis.hazards):
+        print(diagnosis.format_github())
+    sys.stdout.flush()
+    return code, diagnosis.to_json()
+
+
+def diagnose_command(
+    target: str | Sequence[str],
+    method: str = "spawn",
+    as_json: bool = False,
+    num_workers: int | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    output_format: str | None = None,
+) -> int:
+    """``harness diagnose``: diagnose each target in its own child process and print the diagnoses.
+
+    Args:
+        target: ``package.module:attr`` or ``path/to/file.py:attr``, or a sequence of them,
+            diagnosed one after the other.
+        method: ``spawn`` or ``forkserver`` (or a platform alias resolving to one).
+        as_json: the same as ``output_format="json"``.
+        num_workers: overrides each loader's worker count.
+        timeout_s: seconds each child may run (import, factory, pickling, loading, first
+            batch, walk) before its process tree is killed.
+        output_format: ``text`` (default), ``json`` or ``github`` (see :data:`FORMATS`).
+            ``json``: one target prints one object (:meth:`Diagnosis.to_json`); several print
+            a list with one entry per target, in order: its object, or ``{"target", "error"}``
+            for a target that gave no diagnosis (the error is the line also on stderr).
+            ``github``: one ``::error`` workflow command per problem and ``::warning`` per
+            hazard (:func:`harness.inspect.output.github_commands`), nothing for a safe loader,
+            and ``::error title=harness diagnose::...`` for a target that gave no diagnosis.
+
+    Returns:
+        The worst over the targets: 0 all safe; 1 any unsafe, or a child ended by the
+        target's own code before it could report; 2 a bad target, bad
+        ``HARNESS_DIAGNOSE_MEMORY_GIB``, timeout or memory bound reached (the other targets
+        are still diagnosed). Everything but a diagnosis is one line on stderr per target.
+
+    Raises:
+        Interrupted: Ctrl-C or SIGTERM stopped a child (its process tree is killed; no later
+            target runs); ``harness`` exits 130.
+    """
+    targets = [target] if isinstance(target, str) else list(target)
+    fmt = output_format or ("json" if as_json else "text")
+    try:
+        if fmt not in FORMATS:
+            raise UsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+        settings = _Settings(
+            fmt, resolve_method(method), num_workers, timeout_s, memory_limit_bytes()
+        )
+    except ValueError as exc:
+        _say(f"harness diagnose: error: {exc}")
+        return 2
+    codes: list[int] = []
+    entries: list[dict[str, Any]] = []
+    with _sigterm_interrupts():
+        for i, one in enumerate(targets):
+            try:
+                run = run_child(one, settings.method, num_workers, timeout_s, settings.memory)
+            except KeyboardInterrupt:
+                raise Interrupted(f"interrupted; the process diagnosing {one} was stopped") from None
+            code, entry = _report(one, i == 0, run, settings)
+            codes.append(code)
+            entries.append(entry)
+    if fmt == "json" and (len(targets) > 1 or "error" not in entries[0]):
+        print(json.dumps(entries if len(targets) > 1 else entries[0], indent=2))
+    return 2 if 2 in codes else max(codes)
