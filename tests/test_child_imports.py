@@ -43,7 +43,8 @@ def test_importing_the_child_modules_loads_no_other_harness_module():
     code = (
         "import sys, importlib\n"
         "for m in ('harness.child.cell', 'harness.child.warm_server', 'harness.child.watchdog',"
-        " 'harness.child.fileio'):\n"
+        " 'harness.child.fileio', 'harness.child.request', 'harness.child.status',"
+        " 'harness.child.warm_protocol', 'harness.child.jsonfields'):\n"
         "    importlib.import_module(m)\n"
         "print(sorted(m for m in sys.modules if m.startswith('harness')))\n"
     )

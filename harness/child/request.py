@@ -9,21 +9,15 @@ regrtest's ``RunTests`` is between its main process and its workers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import TypeVar
 
-__all__ = ["STDIN_MODES", "CellRequest", "RequestError"]
+from harness.child.jsonfields import MessageError, as_object, optional, required, strings
 
-_T = TypeVar("_T")
+__all__ = ["STDIN_MODES", "CellRequest", "MessageError"]
 
 #: How a script case that stands for code without a file of its own is run (the ``"stdin"`` of
 #: its ``CASE``; :mod:`harness.child.cell` tells what each means).
 STDIN_MODES = ("interactive", "pipe")
-
-
-class RequestError(ValueError):
-    """A cell request that cannot be read: a missing, unknown or mistyped field (one line)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +53,7 @@ class CellRequest:
 
     def __post_init__(self) -> None:
         if self.stdin is not None and self.stdin not in STDIN_MODES:
-            raise RequestError(f"cell request: field 'stdin' must be one of {', '.join(STDIN_MODES)} "
+            raise MessageError(f"cell request: field 'stdin' must be one of {', '.join(STDIN_MODES)} "
                                f"or null, got {self.stdin!r}")
 
     def as_json(self) -> dict[str, object]:
@@ -73,56 +67,20 @@ class CellRequest:
         """The request that :meth:`as_json` wrote (a decoded JSON object).
 
         Raises:
-            RequestError: ``data`` is not an object, lacks a required field, has a field this
+            MessageError: ``data`` is not an object, lacks a required field, has a field this
                 class does not know, or a field of the wrong type; the message names it.
         """
-        if not isinstance(data, Mapping):
-            raise RequestError(f"cell request: expected a JSON object, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(str(k) for k in data if k not in known)
-        if unknown:
-            raise RequestError(f"cell request: unknown field {unknown[0]!r}")
+        what = "cell request"
+        obj = as_object(data, what, [f.name for f in fields(cls)])
         return cls(
-            module=_required(data, "module", str),
-            path=_required(data, "path", str),
-            root=_required(data, "root", str),
-            script=_required(data, "script", bool),
-            method=_required(data, "method", str),
-            num_workers=_required(data, "num_workers", int),
-            require_check=_optional(data, "require_check", bool, False),
-            argv=_strings(_optional(data, "argv", list, []), "argv"),
-            cwd=_optional(data, "cwd", str, ""),
-            stdin=None if data.get("stdin") is None else _required(data, "stdin", str),
+            module=required(obj, "module", str, what),
+            path=required(obj, "path", str, what),
+            root=required(obj, "root", str, what),
+            script=required(obj, "script", bool, what),
+            method=required(obj, "method", str, what),
+            num_workers=required(obj, "num_workers", int, what),
+            require_check=optional(obj, "require_check", bool, False, what),
+            argv=strings(obj, "argv", what, default=()),
+            cwd=optional(obj, "cwd", str, "", what),
+            stdin=None if obj.get("stdin") is None else required(obj, "stdin", str, what),
         )
-
-
-def _typed(data: Mapping[str, object], name: str, kind: type[_T]) -> _T:
-    """``data[name]``, which must be a ``kind`` (a ``bool`` is not an ``int`` here)."""
-    value = data[name]
-    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise RequestError(f"cell request: field {name!r} must be {kind.__name__}, got {type(value).__name__}")
-    return value
-
-
-def _required(data: Mapping[str, object], name: str, kind: type[_T]) -> _T:
-    """``data[name]`` as a ``kind``.
-
-    Raises:
-        RequestError: it is missing, or not a ``kind``.
-    """
-    if name not in data:
-        raise RequestError(f"cell request: missing field {name!r}")
-    return _typed(data, name, kind)
-
-
-def _optional(data: Mapping[str, object], name: str, kind: type[_T], default: _T) -> _T:
-    """``data[name]`` as a ``kind``, or ``default`` when absent."""
-    return _typed(data, name, kind) if name in data else default
-
-
-def _strings(values: list[object], name: str) -> tuple[str, ...]:
-    """``values`` as a tuple; each must be a ``str``."""
-    out = tuple(v for v in values if isinstance(v, str))
-    if len(out) != len(values):
-        raise RequestError(f"cell request: field {name!r} must hold only strings")
-    return out
