@@ -30,16 +30,27 @@ def case_statement(tree: ast.Module) -> ast.Assign | ast.AnnAssign | None:
     """
     found: ast.Assign | ast.AnnAssign | None = None
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CASE" for t in stmt.targets):
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "CASE" for t in stmt.targets
+        ):
             found = stmt
-        elif (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-              and stmt.target.id == "CASE" and stmt.value is not None):
+        elif (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and stmt.target.id == "CASE"
+            and stmt.value is not None
+        ):
             found = stmt
     return found
 
 
 def _is_dict_call(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "dict"
+        and not node.args
+    )
 
 
 def case_value(node: ast.expr) -> object:
@@ -58,7 +69,9 @@ def case_value(node: ast.expr) -> object:
         keys = [key for key in node.keys if key is not None]  # None: a ``**mapping`` entry
         if len(keys) != len(node.keys):
             raise ValueError("{**...} is not a literal")
-        return {case_value(key): case_value(value) for key, value in zip(keys, node.values, strict=True)}
+        return {
+            case_value(key): case_value(value) for key, value in zip(keys, node.values, strict=True)
+        }
     if isinstance(node, ast.List):
         return [case_value(elt) for elt in node.elts]
     if isinstance(node, ast.Tuple):
@@ -85,8 +98,10 @@ def read_case_file(path: Path) -> tuple[ast.Module, dict[str, object] | None]:
     try:
         meta = case_value(stmt.value)
     except (ValueError, TypeError, SyntaxError, RecursionError):
-        raise CatalogueError(f"{path}: CASE must be a literal dict (strings, numbers, lists, dicts or "
-                             "dict(...) calls; no names or other calls)") from None
+        raise CatalogueError(
+            f"{path}: CASE must be a literal dict (strings, numbers, lists, dicts or "
+            "dict(...) calls; no names or other calls)"
+        ) from None
     if not isinstance(meta, dict):
         raise CatalogueError(f"{path}: CASE must be a dict, got {type(meta).__name__}")
     return tree, {str(k): v for k, v in meta.items()}

@@ -43,7 +43,9 @@ def _typed(data: Mapping[str, object], name: str, kind: type[_T], what: str) -> 
     value = data[name]
     # JSON has no separate integers and booleans in Python: True must not pass for an int.
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        raise MessageError(f"{what}: field {name!r} must be {kind.__name__}, got {type(value).__name__}")
+        raise MessageError(
+            f"{what}: field {name!r} must be {kind.__name__}, got {type(value).__name__}"
+        )
     return value
 
 
@@ -67,7 +69,9 @@ def optional(data: Mapping[str, object], name: str, kind: type[_T], default: _T,
     return required(data, name, kind, what) if name in data else default
 
 
-def strings(data: Mapping[str, object], name: str, what: str, default: tuple[str, ...] | None = None) -> tuple[str, ...]:
+def strings(
+    data: Mapping[str, object], name: str, what: str, default: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
     """``data[name]``, a list of strings, as a tuple; ``default`` when absent (``None``: required).
 
     Raises:

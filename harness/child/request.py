@@ -53,8 +53,10 @@ class CellRequest:
 
     def __post_init__(self) -> None:
         if self.stdin is not None and self.stdin not in STDIN_MODES:
-            raise MessageError(f"cell request: field 'stdin' must be one of {', '.join(STDIN_MODES)} "
-                               f"or null, got {self.stdin!r}")
+            raise MessageError(
+                f"cell request: field 'stdin' must be one of {', '.join(STDIN_MODES)} "
+                f"or null, got {self.stdin!r}"
+            )
 
     def as_json(self) -> dict[str, object]:
         """The request as a JSON object (``argv`` as a list); :meth:`from_json` reads it back."""

@@ -78,4 +78,3 @@ def is_broken_case(status: str | None) -> bool:
     """Whether the status says the case itself cannot run (:data:`IMPORT_FAILED`): a broken
     case, never a finding about a start method."""
     return status == IMPORT_FAILED
-

@@ -81,8 +81,16 @@ class ForkRequest:
 
     def as_json(self) -> dict[str, object]:
         """The JSON object: ``{"op": "fork", "id", "argv", "env", "cwd", "stdout", "stderr", "sys_path"}``."""
-        return {"op": self.op, "id": self.id, "argv": list(self.argv), "env": dict(self.env), "cwd": self.cwd,
-                "stdout": self.stdout, "stderr": self.stderr, "sys_path": list(self.sys_path)}
+        return {
+            "op": self.op,
+            "id": self.id,
+            "argv": list(self.argv),
+            "env": dict(self.env),
+            "cwd": self.cwd,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "sys_path": list(self.sys_path),
+        }
 
     @classmethod
     def from_json(cls, data: object) -> ForkRequest:
@@ -92,13 +100,20 @@ class ForkRequest:
             MessageError: another ``op``, or a missing, unknown or mistyped field.
         """
         what = "template request"
-        obj = as_object(data, what, ("op", "id", "argv", "env", "cwd", "stdout", "stderr", "sys_path"))
+        obj = as_object(
+            data, what, ("op", "id", "argv", "env", "cwd", "stdout", "stderr", "sys_path")
+        )
         if obj.get("op") != cls.op:
             raise MessageError(f"{what}: field 'op' must be {cls.op!r}, got {obj.get('op')!r}")
-        return cls(id=required(obj, "id", int, what), argv=strings(obj, "argv", what),
-                   env=string_map(obj, "env", what), cwd=required(obj, "cwd", str, what),
-                   stdout=required(obj, "stdout", str, what), stderr=required(obj, "stderr", str, what),
-                   sys_path=strings(obj, "sys_path", what))
+        return cls(
+            id=required(obj, "id", int, what),
+            argv=strings(obj, "argv", what),
+            env=string_map(obj, "env", what),
+            cwd=required(obj, "cwd", str, what),
+            stdout=required(obj, "stdout", str, what),
+            stderr=required(obj, "stderr", str, what),
+            sys_path=strings(obj, "sys_path", what),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,16 +135,25 @@ class Ready:
 
     def as_json(self) -> dict[str, object]:
         """``{"kind": "ready", "pid", "threads", "import_s", "pidfd"}``."""
-        return {"kind": self.kind, "pid": self.pid, "threads": self.threads, "import_s": self.import_s,
-                "pidfd": self.pidfd}
+        return {
+            "kind": self.kind,
+            "pid": self.pid,
+            "threads": self.threads,
+            "import_s": self.import_s,
+            "pidfd": self.pidfd,
+        }
 
     @classmethod
     def from_json(cls, data: object) -> Ready:
         """The message :meth:`as_json` wrote; raises :class:`MessageError` as :func:`read_answer`."""
         what = f"template message {cls.kind!r}"
         obj = _message(data, what, cls.kind, ("pid", "threads", "import_s", "pidfd"))
-        return cls(pid=required(obj, "pid", int, what), threads=required(obj, "threads", int, what),
-                   import_s=required(obj, "import_s", float, what), pidfd=required(obj, "pidfd", bool, what))
+        return cls(
+            pid=required(obj, "pid", int, what),
+            threads=required(obj, "threads", int, what),
+            import_s=required(obj, "import_s", float, what),
+            pidfd=required(obj, "pidfd", bool, what),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,14 +218,14 @@ class Exited:
         """The message :meth:`as_json` wrote; raises :class:`MessageError` as :func:`read_answer`."""
         what = f"template message {cls.kind!r}"
         obj = _message(data, what, cls.kind, ("id", "returncode"))
-        return cls(id=required(obj, "id", int, what), returncode=required(obj, "returncode", int, what))
+        return cls(
+            id=required(obj, "id", int, what), returncode=required(obj, "returncode", int, what)
+        )
 
 
 #: What the template sends the harness.
 Answer = Ready | Forked | ForkFailed | Exited
-_ANSWERS: dict[str, type[Answer]] = {
-    cls.kind: cls for cls in (Ready, Forked, ForkFailed, Exited)
-}
+_ANSWERS: dict[str, type[Answer]] = {cls.kind: cls for cls in (Ready, Forked, ForkFailed, Exited)}
 
 
 def read_answer(data: object) -> Answer:
@@ -213,7 +237,9 @@ def read_answer(data: object) -> Answer:
     kind = data.get("kind") if isinstance(data, dict) else None
     cls = _ANSWERS.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise MessageError(f"template message: unknown kind {kind!r} (known: {', '.join(_ANSWERS)})")
+        raise MessageError(
+            f"template message: unknown kind {kind!r} (known: {', '.join(_ANSWERS)})"
+        )
     return cls.from_json(data)
 
 
