@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         request = CellRequest.from_json(json.loads(argv[0]))
-    except ValueError as exc:  # json.JSONDecodeError, RequestError
+    except ValueError as exc:  # json.JSONDecodeError, MessageError
         print(f"harness.child.cell: {exc}", file=sys.stderr)
         return 2
     result = run_spec(request)
