@@ -148,8 +148,8 @@ def _fresh_process_state(cwd: str) -> None:
 
     importlib.invalidate_caches()
     _tempfile.tempdir = None  # re-read TMPDIR, as a fresh interpreter would
-    # Set by multiprocessing.process at import and passed to spawn children; typeshed omits it.
-    multiprocessing.process.ORIGINAL_DIR = cwd  # type: ignore[attr-defined]
+    # multiprocessing.process sets ORIGINAL_DIR at import and passes it to spawn children.
+    multiprocessing.process.ORIGINAL_DIR = cwd  # type: ignore[attr-defined]  # typeshed omits it
     multiprocessing.process.current_process().authkey = os.urandom(32)
     # Per-process random state a fresh interpreter seeds from the OS: torch's default
     # generator (DataLoader draws each loader's base_seed from it) and numpy's global

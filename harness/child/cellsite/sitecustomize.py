@@ -54,8 +54,8 @@ def _is_spawn_child() -> bool:
 
 def _fix_stderr() -> None:
     if os.environ.get("HARNESS_SIMULATE_LOST_STDERR") == "1" and _is_spawn_child():
-        # Both are None in such a Windows child; typeshed declares __stderr__ Final.
-        sys.stderr = sys.__stderr__ = None  # type: ignore[misc]
+        # Both are None in such a Windows child.
+        sys.stderr = sys.__stderr__ = None  # type: ignore[misc]  # typeshed: __stderr__ is Final
         try:
             os.close(2)
         except OSError:
@@ -71,8 +71,8 @@ def _fix_stderr() -> None:
         os.dup2(stream.fileno(), 2)
     except OSError:
         pass
-    # The stream stands for the original stderr too (typeshed declares __stderr__ Final).
-    sys.stderr = sys.__stderr__ = stream  # type: ignore[misc]
+    # The stream stands for the original stderr too.
+    sys.stderr = sys.__stderr__ = stream  # type: ignore[misc]  # typeshed: __stderr__ is Final
 
 
 class _SetSharingStrategy(importlib.abc.MetaPathFinder):
@@ -122,8 +122,7 @@ if os.environ.get("HARNESS_SHARING_STRATEGY"):
         sys.meta_path.insert(0, _SetSharingStrategy(os.environ["HARNESS_SHARING_STRATEGY"]))
 if os.environ.get("HARNESS_CELL_PEAKS"):
     try:
-        # A sibling file found through PYTHONPATH in the cell, not a module of the package.
-        import _harness_cell_peaks  # type: ignore[import-not-found]
+        import _harness_cell_peaks  # type: ignore[import-not-found]  # a sibling found on the cell's PYTHONPATH
 
         _harness_cell_peaks.install()
     except Exception:  # noqa: BLE001, S110 - a missing report falls back to sampling
