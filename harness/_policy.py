@@ -25,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import platform
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.errors import UsageError
@@ -127,21 +128,23 @@ def python_of(version: str) -> tuple[int, int]:
     return int(major), int("".join(ch for ch in minor if ch.isdigit()) or "x")
 
 
-def platform_of_runner(runner: dict) -> Platform | None:
-    """The policy column a shard's ``runner`` *observes*, or ``None`` if none covers it.
+def platform_of_runner(runner: Mapping[str, object]) -> Platform | None:
+    """The policy column a shard's ``runner`` *observes*, or ``None`` if none covers it (or its
+    ``os`` or ``python`` is missing or unreadable).
 
     A runner that emulates another platform (``runner["emulates"]``) observes no column: its
     cells are emulations (:func:`emulated_platform_of_runner`), never observations.
     """
-    if runner.get("emulates"):
+    os_name, python = runner.get("os"), runner.get("python")
+    if runner.get("emulates") or not isinstance(os_name, str) or not isinstance(python, str):
         return None
     try:
-        return platform_of(runner["os"], python_of(runner["python"]))
-    except (KeyError, ValueError):
+        return platform_of(os_name, python_of(python))
+    except ValueError:
         return None
 
 
-def emulated_platform_of_runner(runner: dict) -> Platform | None:
+def emulated_platform_of_runner(runner: Mapping[str, object]) -> Platform | None:
     """The policy column a runner emulates with a platform profile, or ``None``."""
     name = runner.get("emulates")
     return PROFILES.get(name) if isinstance(name, str) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from harness.catalogue.discover import discover
-from harness.child.cell import stdin_mode
+from harness.catalogue.literal import declared_stdin
 from harness.classify.outcomes import METHODS
 
 CATALOGUE = discover()
@@ -107,10 +107,10 @@ def test_silent_failures_are_expected_in_at_least_three_cells():
 
 def test_stdin_cases_are_script_cases_the_cell_runs_without_a_file():
     stdin = [c for c in CATALOGUE.cases if c.family == "interactive-main"]
-    assert {stdin_mode(str(c.path)) for c in stdin} == {"interactive", "pipe"}
+    assert {declared_stdin(c.path) for c in stdin} == {"interactive", "pipe"}
     for case in stdin:
         assert case.script, case.id
-    assert stdin_mode(str(CASES["entry-no-main-guard"].path)) is None
+    assert declared_stdin(CASES["entry-no-main-guard"].path) is None
 
 
 def test_list_json_fields_match_the_issue(cli):

@@ -43,10 +43,26 @@ def test_importing_the_child_modules_loads_no_other_harness_module():
     code = (
         "import sys, importlib\n"
         "for m in ('harness.child.cell', 'harness.child.warm_server', 'harness.child.watchdog',"
-        " 'harness.child.fileio'):\n"
+        " 'harness.child.fileio', 'harness.child.request', 'harness.child.status',"
+        " 'harness.child.warm_protocol', 'harness.child.jsonfields'):\n"
         "    importlib.import_module(m)\n"
         "print(sorted(m for m in sys.modules if m.startswith('harness')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     loaded = eval(out.stdout)  # noqa: S307 - our own printed list of module names
     assert [m for m in loaded if m != "harness" and not m.startswith(ALLOWED)] == []
+
+
+def test_every_child_module_a_cell_runs_is_an_input_of_changed():
+    """``harness run --changed`` reruns a cell when code that runs inside it changed: every
+    module of :mod:`harness.child` that the cell or the warm template loads is hashed."""
+    from harness.run.inputs import HARNESS_CELL_FILES
+
+    code = (
+        "import sys, harness.child.cell, harness.child.warm_server\n"
+        "print([m.__file__ for n, m in list(sys.modules.items()) if n.startswith('harness.child')])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    loaded = {Path(f).resolve() for f in eval(out.stdout)}  # noqa: S307 - our own printed list of paths
+    hashed = {p.resolve() for p in HARNESS_CELL_FILES}
+    assert sorted(str(p) for p in loaded - hashed if p.name != "__init__.py") == []

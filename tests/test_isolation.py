@@ -262,8 +262,9 @@ def test_nothing_is_left_behind(both):
 def test_template_runs_no_thread_before_it_forks():
     with Template() as tpl:
         info = tpl.wait_ready()
-        assert info["threads"] == 1
-        assert info["pid"] == tpl.pid
+        assert info.threads == 1
+        assert info.pid == tpl.pid
+        assert tpl.info == info
 
 
 @pytest.mark.catalogue

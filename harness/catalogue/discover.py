@@ -1,9 +1,10 @@
 """Discover catalogue cases without importing them.
 
 A case is a module of the ``cases`` package (or of another catalogue directory) that
-assigns a literal ``CASE = {...}`` at module level. The harness reads that literal with
-:mod:`ast`, so listing, selecting and explaining cases never runs case code; only the
-isolated cell process imports a case (see :mod:`harness.child.cell`).
+assigns a literal ``CASE = {...}`` (or ``CASE = dict(...)``) at module level. The harness
+reads that literal with :mod:`ast` (:mod:`harness.catalogue.literal`), so listing, selecting
+and explaining cases never runs case code; only the isolated cell process imports a case
+(see :mod:`harness.child.cell`).
 
 A module case also defines ``run(cell)``. A *script case* (``"script": True``) is run as
 ``__main__`` by :func:`runpy.run_path`, exactly as ``python script.py`` would, so that
@@ -22,16 +23,51 @@ import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TypedDict, cast
 
 import jsonschema
 
 from harness.catalogue.config import ConfigError, catalogue_dirs
+from harness.catalogue.literal import read_case_file
 from harness.errors import CatalogueError
 from harness.shard.format import schema
 
 __all__ = ["Case", "CatalogueError", "Catalogue", "discover", "default_catalogue_dir", "open_catalogue", "select"]
 
 REQUIRED = ("id", "family", "title", "why", "expect", "sources")
+
+
+class ExpectWhen(TypedDict, total=False):
+    """One ``expect_when`` entry of a ``CASE``: the conditions (``python``, such as ``">=3.14"``,
+    and ``sharing_strategy``) and what is expected where they hold."""
+
+    python: str
+    sharing_strategy: str
+    expect: dict[str, str]
+    expect_kind: dict[str, str]
+
+
+class _RequiredDeclaration(TypedDict):
+    id: str
+    family: str
+    title: str
+    why: str
+    expect: dict[str, str]
+    sources: list[str]
+
+
+class CaseDeclaration(_RequiredDeclaration, total=False):
+    """A ``CASE`` literal that passed ``harness/schemas/case.schema.json`` (the schema tells each
+    key); the keys of :data:`REQUIRED` are always there."""
+
+    expect_kind: dict[str, str]
+    expect_when: list[ExpectWhen]
+    fix: str | None
+    script: bool
+    stdin: str
+    requires: list[str]
+    timeout_s: float
+    matches: dict[str, list[dict[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -77,9 +113,9 @@ class Case:
     script: bool = False
     requires: tuple[str, ...] = ()
     timeout_s: float | None = None
-    expect_when: tuple[dict, ...] = ()
+    expect_when: tuple[ExpectWhen, ...] = ()
     import_root: Path | None = None
-    matches: dict = field(default_factory=dict)
+    matches: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
     def expectation(self, python: tuple[int, int], sharing_strategy: str) -> tuple[dict[str, str], dict[str, str]]:
         """``(expect, expect_kind)`` on a runner with this ``python`` (major, minor) and torch
@@ -106,7 +142,7 @@ class Case:
         outcomes = [*self.expect.values(), *(o for e in self.expect_when for o in e.get("expect", {}).values())]
         return any(v != "pass" for v in outcomes)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         """The public description used by ``harness list --json``."""
         return {
             "id": self.id,
@@ -149,17 +185,10 @@ def default_catalogue_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _literal(node: ast.AST, path: Path):
-    """``ast.literal_eval`` that also accepts ``dict(key=literal, ...)`` calls."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args:
-        return {kw.arg: _literal(kw.value, path) for kw in node.keywords}
-    return ast.literal_eval(node)
-
-
 _PYTHON_CONDITION = re.compile(r"^(>=|<=|==|>|<)\s*3\.([0-9]{1,3})$")
 
 
-def _condition_holds(entry: dict, python: tuple[int, int], sharing_strategy: str) -> bool:
+def _condition_holds(entry: ExpectWhen, python: tuple[int, int], sharing_strategy: str) -> bool:
     if "sharing_strategy" in entry and entry["sharing_strategy"] != sharing_strategy:
         return False
     if "python" in entry:
@@ -172,7 +201,7 @@ def _condition_holds(entry: dict, python: tuple[int, int], sharing_strategy: str
     return True
 
 
-def _jsonable(value):
+def _jsonable(value: object) -> object:
     """``value`` with tuples as lists, as JSON Schema sees arrays."""
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
@@ -187,8 +216,8 @@ def _case_validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema("case"))
 
 
-def _check_case(meta: dict, path: Path) -> None:
-    """Validate ``CASE`` against ``harness/schemas/case.schema.json``.
+def _check_case(meta: dict[str, object], path: Path) -> CaseDeclaration:
+    """Validate ``CASE`` against ``harness/schemas/case.schema.json``; returns it as checked.
 
     The message is jsonschema's, except for an unknown key (named, with the known ones) and
     where the schema gives its own wording (``x-hint``: ids, version conditions).
@@ -198,7 +227,7 @@ def _check_case(meta: dict, path: Path) -> None:
     """
     err = jsonschema.exceptions.best_match(_case_validator().iter_errors(_jsonable(meta)))
     if err is None:
-        return
+        return cast(CaseDeclaration, meta)  # what the schema just checked
     path_parts = list(err.absolute_path)
     message = err.message
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
@@ -216,54 +245,38 @@ def _check_case(meta: dict, path: Path) -> None:
 
 def _read_case(path: Path, root: Path, module: str, import_root: Path | None = None) -> Case | None:
     """Parse one module; ``None`` when it declares no ``CASE``."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except SyntaxError as exc:
-        raise CatalogueError(f"{path}: syntax error at line {exc.lineno}: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogueError(f"{path}: cannot read: {exc}") from None
-    node = None
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CASE" for t in stmt.targets):
-            node = stmt.value
-    if node is None:
+    tree, meta = read_case_file(path)
+    if meta is None:
         return None
-    try:
-        meta = _literal(node, path)
-    except (ValueError, TypeError, SyntaxError):
-        raise CatalogueError(f"{path}: CASE must be a literal dict (strings, numbers, lists, dicts; "
-                             "no names or calls)") from None
-    if not isinstance(meta, dict):
-        raise CatalogueError(f"{path}: CASE must be a dict, got {type(meta).__name__}")
     missing = [k for k in REQUIRED if k not in meta]
     if missing:
         raise CatalogueError(f"{path}: CASE lacks {', '.join(missing)}")
-    _check_case(meta, path)
-    expect = meta["expect"]
-    kinds = meta.get("expect_kind", {})
-    is_script = meta.get("script", False)
-    if meta.get("stdin") and not is_script:
+    case = _check_case(meta, path)
+    expect = case["expect"]
+    kinds = case.get("expect_kind", {})
+    is_script = case.get("script", False)
+    if case.get("stdin") and not is_script:
         raise CatalogueError(f"{path}: CASE['stdin'] needs 'script': True")
     if not is_script and not any(isinstance(s, ast.FunctionDef) and s.name == "run" for s in tree.body):
         raise CatalogueError(f"{path}: a module case must define run(cell)")
     return Case(
-        id=str(meta["id"]),
-        family=str(meta["family"]),
-        title=str(meta["title"]),
-        why=" ".join(str(meta["why"]).split()),
+        id=str(case["id"]),
+        family=str(case["family"]),
+        title=str(case["title"]),
+        why=" ".join(str(case["why"]).split()),
         expect=dict(expect),
         expect_kind=dict(kinds),
-        fix=meta.get("fix"),
-        sources=tuple(meta["sources"]),
+        fix=case.get("fix"),
+        sources=tuple(case["sources"]),
         script=is_script,
-        requires=tuple(meta.get("requires", ())),
-        timeout_s=meta.get("timeout_s"),
-        expect_when=tuple(dict(e) for e in meta.get("expect_when", ())),
+        requires=tuple(case.get("requires", ())),
+        timeout_s=case.get("timeout_s"),
+        expect_when=tuple(ExpectWhen(**e) for e in case.get("expect_when", ())),
         module=module,
         path=path.resolve(),
         root=root.parent.resolve(),
         import_root=import_root.resolve() if import_root else None,
-        matches=dict(meta.get("matches", {})),
+        matches=dict(case.get("matches", {})),
     )
 
 

@@ -1,7 +1,8 @@
 """The cell process: run one case under one start method and write what happened.
 
-This module runs *inside* the isolated cell process (``python -m harness.child.cell SPEC``), never
-in the harness process. It forces the start method with
+This module runs *inside* the isolated cell process (``python -m harness.child.cell REQUEST
+RESULT``), never in the harness process. ``REQUEST`` is a :class:`~harness.child.request.CellRequest`
+as JSON; ``RESULT`` the path the result file is written to. It forces the start method with
 ``multiprocessing.set_start_method(method, force=True)``, so a ``DataLoader`` without an
 explicit ``multiprocessing_context`` uses it, exactly as the platform default would
 (``torch.utils.data.dataloader`` falls back to ``torch.multiprocessing``, which is the
@@ -9,8 +10,8 @@ default context). Script cases run through :func:`runpy.run_path` with
 ``run_name="__main__"``, so spawn and forkserver workers re-import the real script as
 ``__mp_main__``.
 
-A script case whose ``CASE`` sets ``"stdin"`` stands for code that arrives with no file of its
-own; its source is compiled as ``<stdin>`` and executed in a new ``__main__`` module with no
+A script case whose ``CASE`` sets ``"stdin"`` (the request's ``stdin``, read by the harness)
+stands for code that arrives with no file of its own; its source is compiled as ``<stdin>`` and executed in a new ``__main__`` module with no
 ``__spec__``, replacing the cell's ``__main__`` while it runs:
 
 * ``"stdin": "interactive"``: the interactive interpreter reading stdin (``python -i``, a REPL,
@@ -21,11 +22,13 @@ own; its source is compiled as ``<stdin>`` and executed in a new ``__main__`` mo
   ``PyRun_SimpleFile`` sets ``__main__.__file__ = "<stdin>"`` while the code runs. Spawn
   and forkserver workers then try to run a main script named ``<stdin>``.
 
-The result file is JSON::
+The result file is JSON (its shape: :class:`harness.child.status.CellResult`)::
 
     {"status": "returned" | "raised" | "wrong" | "skipped" | "import-failed",
      "exc_type", "message", "traceback", "notes", "warnings": [...],
      "duration_s", "first_batch_s", "batches"}
+
+The statuses and what they mean are :mod:`harness.child.status`'s.
 """
 
 from __future__ import annotations
@@ -37,11 +40,20 @@ import tempfile
 import time
 import traceback
 import warnings
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TextIO
 
-__all__ = ["STDIN_MODES", "run_spec", "stdin_mode"]
+from harness.child.request import CellRequest
+from harness.child.status import IMPORT_FAILED, RAISED, RETURNED, SKIPPED, WRONG
+
+if TYPE_CHECKING:
+    from harness.case import Cell
+    from harness.child.status import CellResult
+
+__all__ = ["main", "run_spec"]
 
 
-def _write_json(path: str, data: dict) -> None:
+def _write_json(path: str, data: Mapping[str, object]) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f)
@@ -74,40 +86,19 @@ def _notes(exc: BaseException) -> list[str]:
         return []
 
 
-def _exc_fields(exc: BaseException) -> dict:
+def _failure(status: str, exc: BaseException) -> CellResult:
+    """A result of ``status`` with the exception's fields (type, message, notes, traceback)."""
     try:
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-20000:]
     except BaseException:  # noqa: BLE001 - a hostile __str__ or __repr__
         tb = ""
     return {
+        "status": status,
         "exc_type": f"{type(exc).__module__}.{type(exc).__qualname__}".removeprefix("builtins."),
         "message": _text(exc),
         "notes": _notes(exc),
         "traceback": tb,
     }
-
-
-STDIN_MODES = ("interactive", "pipe")
-
-
-def stdin_mode(path: str) -> str | None:
-    """The ``"stdin"`` mode a script case declares in its ``CASE`` literal, or ``None``."""
-    import ast
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read(), filename=path)
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        return None
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CASE" for t in stmt.targets):
-            try:
-                meta = ast.literal_eval(stmt.value)
-            except ValueError:
-                return None
-            mode = meta.get("stdin") if isinstance(meta, dict) else None
-            return mode if mode in STDIN_MODES else None
-    return None
 
 
 def _run_as_stdin(path: str, mode: str) -> None:
@@ -131,98 +122,145 @@ def _run_as_stdin(path: str, mode: str) -> None:
         sys.modules["__main__"] = previous
 
 
-def run_spec(spec: dict) -> dict:
-    """Run the cell described by ``spec`` in this process and return the result dict.
 
-    Args:
-        spec: ``{"module", "path", "root", "script", "method", "num_workers"}``; ``method`` is
-            ``in-process``, ``fork``, ``spawn`` or ``forkserver``. Optional: ``argv``, the
-            arguments a script case gets as ``sys.argv[1:]``, and ``cwd``, the directory to
-            run in (both used by ``harness reproduce``); ``require_check``: a catalogue case,
-            whose result then says so, so that one with no checked batch is never a pass.
-    """
+def _run_script(path: str, argv: tuple[str, ...]) -> None:
+    """Run the file as ``__main__``, as ``python PATH ARGV...`` would."""
+    import runpy
+
+    sys.argv = [path, *argv]
+    runpy.run_path(path, run_name="__main__")
+
+
+def _enter(request: CellRequest) -> None:
+    """Put this process where the case expects to run: working directory, ``sys.path``, the
+    cell's environment variables and the start method."""
     import multiprocessing
 
-    root = spec["root"]
-    if spec.get("cwd"):
-        os.chdir(spec["cwd"])
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    os.environ["HARNESS_CELL_METHOD"] = spec["method"]
-    os.environ["HARNESS_CELL_WORKERS"] = str(spec["num_workers"])
-    if spec["method"] != "in-process":
-        multiprocessing.set_start_method(spec["method"], force=True)
+    if request.cwd:
+        os.chdir(request.cwd)
+    if request.root not in sys.path:
+        sys.path.insert(0, request.root)
+    os.environ["HARNESS_CELL_METHOD"] = request.method
+    os.environ["HARNESS_CELL_WORKERS"] = str(request.num_workers)
+    if request.method != "in-process":
+        multiprocessing.set_start_method(request.method, force=True)
 
-    result: dict = {"status": "returned", "warnings": []}
-    seen: list[str] = []
-    original_show = warnings.showwarning
 
-    def show(message, category, filename, lineno, file=None, line=None):
-        # The cell's own temp folder differs on every run; keep reports stable between runs.
-        text = f"{category.__name__}: {message}".replace(tempfile.gettempdir(), "$TMPDIR")
-        if text not in seen:
-            seen.append(text)
-        original_show(message, category, filename, lineno, file, line)
+def _entry(request: CellRequest) -> Callable[[Cell], object]:
+    """What runs the case: a module case's ``run``, or its script as ``__main__``.
 
-    entry = None
-    if not spec["script"]:
+    Raises:
+        BaseException: whatever importing a module case (or reading its ``run``) raises.
+    """
+    if not request.script:
         import importlib
 
-        try:
-            entry = importlib.import_module(spec["module"]).run
-        except BaseException as exc:  # noqa: BLE001 - any import failure makes the case broken
-            result.update(status="import-failed", duration_s=0.0, **_exc_fields(exc))
-            return result
+        run: Callable[[Cell], object] = importlib.import_module(request.module).run
+        return run
+    path, mode, argv = request.path, request.stdin, request.argv
+    if mode is not None:
+        return lambda _cell: _run_as_stdin(path, mode)
+    return lambda _cell: _run_script(path, argv)
 
-    from harness import case as case_api  # imports torch: inside the cell only
 
+def _apply_sharing_strategy() -> None:
+    """A platform profile's torch sharing strategy (``HARNESS_SHARING_STRATEGY``), for a warm
+    cell, which imported torch before its start-up hook could set it."""
     strategy = os.environ.get("HARNESS_SHARING_STRATEGY")
-    if strategy:  # a platform profile's strategy (a warm cell imported torch before its hook ran)
+    if strategy:
         import torch.multiprocessing
 
         torch.multiprocessing.set_sharing_strategy(strategy)
 
-    cell = case_api.current_cell()
-    warnings.simplefilter("always")
-    warnings.showwarning = show
-    t0 = time.perf_counter()
-    try:
-        mode = stdin_mode(spec["path"]) if spec["script"] else None
-        if mode:
-            _run_as_stdin(spec["path"], mode)
-        elif spec["script"]:
-            import runpy
 
-            sys.argv = [spec["path"], *spec.get("argv", ())]
-            runpy.run_path(spec["path"], run_name="__main__")
-        else:
-            entry(cell)
-    except case_api.Wrong as exc:
-        result.update(status="wrong", **_exc_fields(exc))
-    except case_api.Skip as exc:
-        result.update(status="skipped", **_exc_fields(exc))
+class _WarningLog:
+    """Records each distinct warning shown from now until :meth:`close` (``Category: message``),
+    while still showing it as usual; every warning is shown (``simplefilter("always")``)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self._original = warnings.showwarning
+        warnings.simplefilter("always")
+        warnings.showwarning = self._show
+
+    def _show(self, message: Warning | str, category: type[Warning], filename: str, lineno: int,
+              file: TextIO | None = None, line: str | None = None) -> None:
+        # The cell's own temp folder differs on every run; keep reports stable between runs.
+        text = f"{category.__name__}: {message}".replace(tempfile.gettempdir(), "$TMPDIR")
+        if text not in self.seen:
+            self.seen.append(text)
+        self._original(message, category, filename, lineno, file, line)
+
+    def close(self) -> None:
+        """Show warnings as before again (the ``always`` filter stays)."""
+        warnings.showwarning = self._original
+
+
+def _run_case(entry: Callable[[Cell], object], cell: Cell) -> CellResult:
+    """Run the case and say how it ended: its status, and the exception's fields if it raised."""
+    from harness.case import Skip, Wrong
+
+    try:
+        entry(cell)
+    except Wrong as exc:
+        return _failure(WRONG, exc)
+    except Skip as exc:
+        return _failure(SKIPPED, exc)
     except SystemExit as exc:
         if exc.code not in (None, 0):
-            result.update(status="raised", **_exc_fields(exc))
-        else:
-            result["system_exit"] = True
+            return _failure(RAISED, exc)
+        return {"status": RETURNED, "system_exit": True}
     except BaseException as exc:  # noqa: BLE001 - every failure is data here
-        result.update(status="raised", **_exc_fields(exc))
+        return _failure(RAISED, exc)
+    return {"status": RETURNED}
+
+
+def run_spec(request: CellRequest) -> CellResult:
+    """Run the cell that ``request`` describes in this process and return its result.
+
+    Steps: enter the case's directory, path, environment and start method; load the case (a
+    module case that fails to import ends here, :data:`~harness.child.status.IMPORT_FAILED`);
+    run it, timing it and recording its warnings; add what the case's ``cell`` measured.
+    """
+    _enter(request)
+    try:
+        entry = _entry(request)
+    except BaseException as exc:  # noqa: BLE001 - any import failure makes the case broken
+        failed = _failure(IMPORT_FAILED, exc)
+        failed["warnings"] = []
+        failed["duration_s"] = 0.0
+        return failed
+
+    from harness.case import current_cell  # imports torch: inside the cell only
+
+    _apply_sharing_strategy()
+    cell = current_cell()
+    log = _WarningLog()
+    t0 = time.perf_counter()
+    result = _run_case(entry, cell)
     result["duration_s"] = time.perf_counter() - t0
-    warnings.showwarning = original_show
-    result["warnings"] = seen
+    log.close()
+    result["warnings"] = log.seen
     result["first_batch_s"] = cell.first_batch_s
     result["batches"] = cell.batches
-    if spec.get("require_check"):
+    if request.require_check:
         result["require_check"] = True
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m harness.child.cell SPEC_JSON RESULT_PATH``."""
+    """Entry point: ``python -m harness.child.cell REQUEST_JSON RESULT_PATH``; returns the exit
+    status (2 for a request that cannot be read, with one line on stderr)."""
     argv = sys.argv[1:] if argv is None else argv
-    spec = json.loads(argv[0])
-    result = run_spec(spec)
+    if len(argv) != 2:
+        print("usage: python -m harness.child.cell REQUEST_JSON RESULT_PATH", file=sys.stderr)
+        return 2
+    try:
+        request = CellRequest.from_json(json.loads(argv[0]))
+    except ValueError as exc:  # json.JSONDecodeError, MessageError
+        print(f"harness.child.cell: {exc}", file=sys.stderr)
+        return 2
+    result = run_spec(request)
     _write_json(argv[1], result)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -12,7 +12,7 @@ __all__ = ["REPLACE_RETRY_S", "replace_file"]
 REPLACE_RETRY_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.5)
 
 
-def replace_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+def replace_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
     """``os.replace(src, dst)``, retried while it fails with a transient ``PermissionError``.
 
     On Windows, renaming over a file that another process has open without

@@ -5,17 +5,20 @@ FD``; the module docstring of :mod:`harness.run.warm` tells the whole design. Li
 :mod:`harness.child`, it imports nothing else of ``harness`` (the cell module it forks into,
 :mod:`harness.child.cell`, is loaded by name).
 
-Protocol: JSON lines over the socketpair ``FD``. Requests ``{"op": "fork", "id", "argv", "env",
-"cwd", "stdout", "stderr", "sys_path"}``; answers ``{"ready": true, "pid", "threads",
-"import_s", "pidfd"}`` once, then ``{"id", "pid"}`` right after each fork (or ``{"id",
-"error"}``) and ``{"id", "returncode"}`` once the child is reaped. ``--probe`` prints the
-``sys.path`` a fresh interpreter has here, as JSON.
+Protocol (:mod:`harness.child.warm_protocol`): JSON lines over the socketpair ``FD``. The
+harness sends a :class:`~harness.child.warm_protocol.ForkRequest` per cell; the template
+answers :class:`~harness.child.warm_protocol.Ready` once, then
+:class:`~harness.child.warm_protocol.Forked` right after each fork (or
+:class:`~harness.child.warm_protocol.ForkFailed`) and
+:class:`~harness.child.warm_protocol.Exited` once the child is reaped. ``--probe`` prints the
+``sys.path`` a fresh interpreter has here (:class:`~harness.child.warm_protocol.ProbedPath`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
 import signal
 import socket
 import sys
@@ -23,7 +26,20 @@ import threading
 import time
 import types
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
+from typing import NoReturn
+
+from harness.child.warm_protocol import (
+    CWD_PLACEHOLDER,
+    Exited,
+    Forked,
+    ForkFailed,
+    ForkRequest,
+    ProbedPath,
+    Ready,
+    send,
+)
 
 WARM_IMPORTS = (
     "torch",
@@ -41,11 +57,6 @@ WARM_IMPORTS = (
     "runpy",
     "harness.child.cell",
 )
-CWD_PLACEHOLDER = "\0cwd"  # stands for the cell's working directory in a probed sys.path
-
-def send_message(sock: socket.socket, msg: dict) -> None:
-    sock.sendall(json.dumps(msg).encode() + b"\n")
-
 
 def _thread_count() -> int:
     try:
@@ -68,19 +79,27 @@ def _exit_code(exc: SystemExit) -> int:
     return 1
 
 
-def _main_module(name: str) -> types.ModuleType:
-    """Install a new ``__main__`` for module ``name`` as ``python -m name`` has it when it runs.
+def _main_module(name: str) -> tuple[types.ModuleType, types.CodeType]:
+    """Install a new ``__main__`` for module ``name`` as ``python -m name`` has it when it runs;
+    returns it with the module's code, to be executed in it.
 
     The fields are those :func:`runpy._run_module_as_main` sets; ``sys.argv[0]`` becomes the
     module's file, and ``__mp_main__`` aliases ``__main__`` as ``multiprocessing/__init__.py``
     does when it is first imported (the template imported it under its own ``__main__``).
+
+    Raises:
+        ImportError: ``name`` is not found, or has no source or code to run.
     """
     import builtins
+    import importlib.abc
     import importlib.util
 
     spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
+    if spec is None or spec.origin is None or not isinstance(spec.loader, importlib.abc.InspectLoader):
         raise ImportError(f"No module named {name}")
+    code = spec.loader.get_code(name)
+    if code is None:
+        raise ImportError(f"No code for module {name}")
     main = types.ModuleType("__main__")
     main.__dict__.update(__file__=spec.origin, __cached__=spec.cached, __doc__=None,
                          __loader__=spec.loader, __package__=spec.parent, __spec__=spec,
@@ -88,66 +107,74 @@ def _main_module(name: str) -> types.ModuleType:
     sys.modules["__main__"] = main
     sys.modules["__mp_main__"] = main
     sys.argv[0] = spec.origin
-    return main
+    return main, code
 
 
-def _become_cell(req: dict) -> None:
-    """In the forked child: turn into ``python -m harness.child.cell ARGS``, run it, exit. Never returns."""
-    code = 1
-    # weakref.finalize callbacks registered by the template's own imports (torch.library
-    # unregisters ~130 operator libraries, about 50 ms) run at interpreter exit in a fresh
-    # cell too, after the result is written and with no effect a case can see; skip them.
-    inherited = list(getattr(weakref.finalize, "_registry", {}))
+def _detach(req: ForkRequest) -> None:
+    """Lead a new session and process group, take default signal dispositions, read stdin from
+    ``/dev/null`` and write stdout and stderr to the cell's files, as the harness starts a
+    fresh cell."""
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(req.stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    err = os.open(req.stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for fd, target in ((devnull, 0), (out, 1), (err, 2)):
+        os.dup2(fd, target)
+        os.close(fd)
+
+
+def _take_place(req: ForkRequest) -> str:
+    """Take the cell's working directory, environment, ``sys.path`` and ``sys.argv``; returns
+    the working directory."""
+    os.chdir(req.cwd)
+    cwd = os.getcwd()
+    os.environ.clear()
+    os.environ.update(req.env)
+    sys.path[:] = [cwd if p == CWD_PLACEHOLDER else p for p in req.sys_path]
+    sys.argv = list(req.argv)
+    sys.orig_argv = [sys.executable, "-m", "harness.child.cell", *req.argv[1:]]
+    return cwd
+
+
+def _fresh_process_state(cwd: str) -> None:
+    """Reset what a fresh interpreter has of its own: import caches, the temp directory,
+    multiprocessing's start directory and authkey, and the random state it seeds from the OS."""
+    import importlib
+    import multiprocessing.process
+    import tempfile as _tempfile
+
+    importlib.invalidate_caches()
+    _tempfile.tempdir = None  # re-read TMPDIR, as a fresh interpreter would
+    # multiprocessing.process sets ORIGINAL_DIR at import and passes it to spawn children.
+    multiprocessing.process.ORIGINAL_DIR = cwd  # type: ignore[attr-defined]  # typeshed omits it
+    multiprocessing.process.current_process().authkey = os.urandom(32)
+    # Per-process random state a fresh interpreter seeds from the OS: torch's default
+    # generator (DataLoader draws each loader's base_seed from it) and numpy's global
+    # RandomState. Python's random module reseeds itself after fork (os.register_at_fork).
+    import torch
+
+    torch.default_generator.seed()
+    if "numpy.random" in sys.modules:
+        sys.modules["numpy.random"].seed()
+
+
+def _run_cell_module() -> int:
+    """Run :mod:`harness.child.cell` as ``python -m`` runs it; returns the exit status."""
+    main, code = _main_module("harness.child.cell")
     try:
-        os.setsid()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP, signal.SIGQUIT):
-            signal.signal(sig, signal.SIG_DFL)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        for fd, target in ((devnull, 0), (out, 1), (err, 2)):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.chdir(req["cwd"])
-        cwd = os.getcwd()
-        os.environ.clear()
-        os.environ.update(req["env"])
-        sys.path[:] = [cwd if p == CWD_PLACEHOLDER else p for p in req["sys_path"]]
-        sys.argv = list(req["argv"])
-        sys.orig_argv = [sys.executable, "-m", "harness.child.cell", *req["argv"][1:]]
-        import importlib
-        import multiprocessing.process
-        import tempfile as _tempfile
+        exec(code, main.__dict__)
+    except SystemExit as exc:
+        return _exit_code(exc)
+    return 0
 
-        importlib.invalidate_caches()
-        _tempfile.tempdir = None  # re-read TMPDIR, as a fresh interpreter would
-        multiprocessing.process.ORIGINAL_DIR = cwd
-        multiprocessing.process.current_process().authkey = os.urandom(32)
-        # Per-process random state a fresh interpreter seeds from the OS: torch's default
-        # generator (DataLoader draws each loader's base_seed from it) and numpy's global
-        # RandomState. Python's random module reseeds itself after fork (os.register_at_fork).
-        import torch
 
-        torch.default_generator.seed()
-        if "numpy.random" in sys.modules:
-            sys.modules["numpy.random"].seed()
-        main = _main_module("harness.child.cell")
-        try:
-            exec(main.__spec__.loader.get_code(main.__spec__.name), main.__dict__)
-            code = 0
-        except SystemExit as exc:
-            code = _exit_code(exc)
-    except BaseException:  # noqa: BLE001 - as an uncaught exception in a fresh interpreter
-        import traceback
-
-        try:
-            traceback.print_exc()
-        except Exception:  # noqa: BLE001
-            pass
-        code = 1
-    # What Py_FinalizeEx does that a cell can observe: join non-daemon threads, run atexit
-    # callbacks (multiprocessing's _exit_function reaps leftover workers), flush stdio.
+def _exit_as_interpreter(inherited: Iterable[weakref.finalize[..., object]], code: int) -> NoReturn:
+    """Exit with ``code`` after what ``Py_FinalizeEx`` does that a cell can observe: join
+    non-daemon threads, run ``atexit`` callbacks (multiprocessing's ``_exit_function`` reaps
+    leftover workers), flush stdio. The template's own finalizers (``inherited``) are dropped."""
     for fin in inherited:
         fin.detach()
     try:
@@ -167,6 +194,28 @@ def _become_cell(req: dict) -> None:
     os._exit(code)
 
 
+def _become_cell(req: ForkRequest) -> NoReturn:
+    """In the forked child: turn into ``python -m harness.child.cell ARGS``, run it, exit."""
+    code = 1
+    # weakref.finalize callbacks registered by the template's own imports (torch.library
+    # unregisters ~130 operator libraries, about 50 ms) run at interpreter exit in a fresh
+    # cell too, after the result is written and with no effect a case can see; skip them.
+    inherited = list(getattr(weakref.finalize, "_registry", {}))
+    try:
+        _detach(req)
+        _fresh_process_state(_take_place(req))
+        code = _run_cell_module()
+    except BaseException:  # noqa: BLE001 - as an uncaught exception in a fresh interpreter
+        import traceback
+
+        try:
+            traceback.print_exc()
+        except Exception:  # noqa: BLE001
+            pass
+        code = 1
+    _exit_as_interpreter(inherited, code)
+
+
 def _install_peak_reports() -> None:
     """Load the start-up hook's peak reporter under its own top-level name, as a fresh cell's
     ``sitecustomize`` does, and install it: each cell forked from here, and its fork workers,
@@ -183,13 +232,9 @@ def _install_peak_reports() -> None:
     module.install()
 
 
-def _serve(fd: int) -> None:
-    """The template's main loop on control socket ``fd``; forked children never return from it."""
-    import selectors
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the harness decides when the template ends
-    ctl = socket.socket(fileno=fd)
-    t0 = time.perf_counter()
+def _warm_up() -> None:
+    """Import what every cell needs (:data:`WARM_IMPORTS`), install the peak reports, and run
+    the ``pthread_atfork`` handlers once, so that no thread is left when cells are forked."""
     import importlib
 
     for name in WARM_IMPORTS:
@@ -207,68 +252,109 @@ def _serve(fd: int) -> None:
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
-    use_pidfd = hasattr(os, "pidfd_open")
-    send_message(ctl, {"ready": True, "pid": os.getpid(), "threads": _thread_count(),
-                "import_s": round(time.perf_counter() - t0, 3), "pidfd": use_pidfd})
 
-    sel = selectors.DefaultSelector()
-    sel.register(ctl, selectors.EVENT_READ, None)
-    live: dict[int, tuple[int, int | None]] = {}  # pid -> (request id, pidfd)
-    buf = b""
 
-    def reap(pid: int, status: int) -> None:
-        req_id, pfd = live.pop(pid)
-        if pfd is not None:
-            sel.unregister(pfd)
-            os.close(pfd)
-        send_message(ctl, {"id": req_id, "returncode": os.waitstatus_to_exitcode(status)})
+class _Server:
+    """The template's loop on its control socket: fork a cell per :class:`ForkRequest`,
+    answer :class:`Forked` (or :class:`ForkFailed`), and :class:`Exited` once it is reaped.
 
-    while True:
-        events = sel.select(timeout=None if use_pidfd else 0.005)
-        for key, _ in events:
-            if key.data is not None:
-                pid = key.data
-                try:
-                    _, status = os.waitpid(pid, 0)
-                except ChildProcessError:
-                    status = 255 << 8
-                reap(pid, status)
-                continue
-            chunk = ctl.recv(1 << 16)
-            if not chunk:
-                _shutdown(live)
-                return
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                req = json.loads(line)
-                try:
-                    pid = os.fork()
-                except OSError as exc:
-                    send_message(ctl, {"id": req["id"], "error": f"fork failed: {exc}"})
-                    continue
-                if pid == 0:
-                    sel.close()
-                    for _, pfd in live.values():
-                        if pfd is not None:
-                            os.close(pfd)
-                    ctl.close()
-                    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # a fresh cell inherits 0-2 only
-                    _become_cell(req)
-                pfd = None
-                if use_pidfd:
-                    try:
-                        pfd = os.pidfd_open(pid)
-                    except OSError:
-                        pfd = None
-                live[pid] = (req["id"], pfd)
-                if pfd is not None:
-                    sel.register(pfd, selectors.EVENT_READ, pid)
-                send_message(ctl, {"id": req["id"], "pid": pid})
-        for pid in [p for p, (_, pfd) in live.items() if pfd is None]:
+    A child's exit wakes the loop through its pidfd (Linux 5.3+); without pidfds the loop polls
+    every 5 ms. When the harness's end of the socket closes, every child is killed.
+    """
+
+    def __init__(self, ctl: socket.socket, use_pidfd: bool) -> None:
+        self.ctl = ctl
+        self.use_pidfd = use_pidfd
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(ctl, selectors.EVENT_READ, None)
+        self.live: dict[int, tuple[int, int | None]] = {}  # pid -> (request id, pidfd)
+        self.buf = b""
+
+    def run(self) -> None:
+        """Serve until the harness's end closes; forked children never return from here."""
+        while True:
+            for key, _ in self.sel.select(timeout=None if self.use_pidfd else 0.005):
+                if key.data is not None:
+                    self._reap_now(key.data)
+                elif not self._read_requests():
+                    _shutdown(self.live)
+                    return
+            self._poll_unwatched()
+
+    def _read_requests(self) -> bool:
+        """Fork a cell for each complete request line received; False once the socket closed."""
+        chunk = self.ctl.recv(1 << 16)
+        if not chunk:
+            return False
+        self.buf += chunk
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            self._fork(ForkRequest.from_json(json.loads(line)))
+        return True
+
+    def _fork(self, req: ForkRequest) -> None:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            send(self.ctl, ForkFailed(id=req.id, error=f"fork failed: {exc}"))
+            return
+        if pid == 0:
+            self._close_in_child()
+            _become_cell(req)
+        self.live[pid] = (req.id, self._watch(pid))
+        send(self.ctl, Forked(id=req.id, pid=pid))
+
+    def _close_in_child(self) -> None:
+        """In a forked child: close every descriptor of the template (a fresh cell inherits 0-2 only)."""
+        self.sel.close()
+        for _, pfd in self.live.values():
+            if pfd is not None:
+                os.close(pfd)
+        self.ctl.close()
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+
+    def _watch(self, pid: int) -> int | None:
+        """A pidfd for ``pid``, registered with the selector; ``None`` where there is none."""
+        if not self.use_pidfd:
+            return None
+        try:
+            pfd = os.pidfd_open(pid)
+        except OSError:
+            return None
+        self.sel.register(pfd, selectors.EVENT_READ, pid)
+        return pfd
+
+    def _reap_now(self, pid: int) -> None:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            status = 255 << 8
+        self._reap(pid, status)
+
+    def _poll_unwatched(self) -> None:
+        for pid in [p for p, (_, pfd) in self.live.items() if pfd is None]:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                reap(pid, status)
+                self._reap(pid, status)
+
+    def _reap(self, pid: int, status: int) -> None:
+        req_id, pfd = self.live.pop(pid)
+        if pfd is not None:
+            self.sel.unregister(pfd)
+            os.close(pfd)
+        send(self.ctl, Exited(id=req_id, returncode=os.waitstatus_to_exitcode(status)))
+
+
+def _serve(fd: int) -> None:
+    """The template's life on control socket ``fd``: warm up, say :class:`Ready`, serve."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the harness decides when the template ends
+    ctl = socket.socket(fileno=fd)
+    t0 = time.perf_counter()
+    _warm_up()
+    use_pidfd = hasattr(os, "pidfd_open")
+    send(ctl, Ready(pid=os.getpid(), threads=_thread_count(), import_s=round(time.perf_counter() - t0, 3),
+                    pidfd=use_pidfd))
+    _Server(ctl, use_pidfd).run()
 
 
 def _shutdown(live: dict[int, tuple[int, int | None]]) -> None:
@@ -287,7 +373,7 @@ def _shutdown(live: dict[int, tuple[int, int | None]]) -> None:
 
 
 def _probe() -> None:
-    print(json.dumps({"path": sys.path, "cwd": os.getcwd()}))
+    print(json.dumps(ProbedPath(path=tuple(sys.path), cwd=os.getcwd()).as_json()))
 
 
 def main(argv: list[str] | None = None) -> int:

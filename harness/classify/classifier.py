@@ -21,7 +21,14 @@ from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
+
+from harness.child.status import RETURNED, is_broken_case, is_case_verdict
+
+if TYPE_CHECKING:
+    from harness.child.status import CellResult
 
 __all__ = [
     "CLASSIFIER_VERSION",
@@ -29,6 +36,7 @@ __all__ = [
     "MESSAGE_CHARS",
     "clip",
     "Observation",
+    "Evidence",
     "Verdict",
     "classify",
     "classify_traceback",
@@ -46,13 +54,14 @@ class Observation:
     Attributes:
         returncode: the cell process's exit status; negative is ``-signal`` (POSIX).
         timed_out: the watchdog killed the cell after its timeout.
-        result: the cell's result dict (see :mod:`harness.child.cell`), or ``None`` if it wrote none.
+        result: the cell's result file (:class:`harness.child.status.CellResult`), or ``None``
+            if it wrote none.
         stderr: the cell's stderr, which its workers share.
     """
 
     returncode: int | None
     timed_out: bool
-    result: dict | None
+    result: CellResult | None
     stderr: str
 
 
@@ -305,9 +314,9 @@ def classify(obs: Observation) -> Verdict:
         kind, line = decisive_stderr_line(obs.stderr)
         msg = f"cell process exited with code {obs.returncode} without a result"
         return Verdict("error", kind or "other", msg, line or msg)
-    status = res.get("status")
+    status = res.get("status", "")
     message = _first_line(res.get("message", ""))
-    if status == "returned":
+    if status == RETURNED:
         batches = res.get("batches")
         checked = isinstance(batches, int) and not isinstance(batches, bool) and batches > 0
         if res.get("require_check") and not checked:
@@ -315,14 +324,12 @@ def classify(obs: Observation) -> Verdict:
             msg = f"the case {how} without a checked batch (cell.check or cell.iterate never got one)"
             return Verdict("error", "unchecked", msg, msg)
         return Verdict("pass", None, "", "")
-    if status == "wrong":
-        return Verdict("wrong", None, message, message)
-    if status == "skipped":
-        return Verdict("skipped", None, message, message)
-    if status == "import-failed":
+    if is_case_verdict(status):  # the case raised harness.case.Wrong or Skip: "wrong", "skipped"
+        return Verdict(status, None, message, message)
+    if is_broken_case(status):
         line = f"{res.get('exc_type', 'Error')}: {message}"
         return Verdict("error", "import", line, line)
-    # status == "raised"
+    # status == RAISED
     notes = [str(n) for n in res.get("notes", [])]
     text = "\n".join([res.get("message", ""), *notes])
     exc_type = res.get("exc_type", "")
@@ -332,9 +339,9 @@ def classify(obs: Observation) -> Verdict:
         return Verdict("error", "worker-died", headline, f"worker killed by signal: {sig.group(1)}")
     caught = _WORKER_CAUGHT.search(text)
     if caught:
-        kind, line = _kind_of(text)
+        kind, found = _kind_of(text)
         if kind in _CAUGHT_KINDS:
-            return Verdict("error", kind, headline, line or headline)
+            return Verdict("error", kind, headline, found or headline)
         # The original exception is the last exception line of the worker's traceback.
         _, original = decisive_stderr_line(res.get("message", ""))
         return Verdict("error", "worker-exception", headline, original or headline)
@@ -430,7 +437,24 @@ def clip(text: str, limit: int, *, keep: str = "head") -> str:
     return f"{text[:limit]} {note}" if keep == "head" else f"{note} {text[-limit:]}"
 
 
-def evidence_of(obs: Observation) -> dict:
+class _RequiredEvidence(TypedDict):
+    returncode: int | None
+    timed_out: bool
+    status: str | None
+    exc_type: str
+    message: str
+    notes: list[str]
+
+
+class Evidence(_RequiredEvidence, total=False):
+    """A result record's ``evidence`` (``harness/schemas/shard.schema.json``), see :func:`evidence_of`."""
+
+    require_check: bool
+    system_exit: bool
+    batches: int
+
+
+def evidence_of(obs: Observation) -> Evidence:
     """The raw evidence a result record keeps, so a later classifier can re-derive its verdict.
 
     Returns:
@@ -440,23 +464,26 @@ def evidence_of(obs: Observation) -> dict:
         stderr tail is kept beside it as the record's ``stderr_tail`` (the last
         :data:`EVIDENCE_CHARS` characters).
     """
-    res = obs.result or {}
-    ev = {
+    res: CellResult = obs.result or {}
+    ev: Evidence = {
         "returncode": obs.returncode,
         "timed_out": obs.timed_out,
         "status": res.get("status") if obs.result is not None else None,
         "exc_type": res.get("exc_type", ""),
         "message": clip(res.get("message", ""), EVIDENCE_CHARS),
         "notes": [clip(n, 1000) for n in res.get("notes", [])][:20],
-        **{k: res[k] for k in ("require_check", "system_exit") if res.get(k) is True},
     }
+    if res.get("require_check") is True:
+        ev["require_check"] = True
+    if res.get("system_exit") is True:
+        ev["system_exit"] = True
     batches = res.get("batches")
     if "batches" in res:  # a case may set cell.batches to anything; keep a count or nothing
         ev["batches"] = batches if isinstance(batches, int) and not isinstance(batches, bool) and 0 <= batches < 10**9 else 0
     return ev
 
 
-def reclassify(record: dict) -> Verdict | None:
+def reclassify(record: Mapping[str, object]) -> Verdict | None:
     """Re-derive a result record's verdict from its evidence with this classifier.
 
     Returns:
@@ -467,10 +494,16 @@ def reclassify(record: dict) -> Verdict | None:
     ev = record.get("evidence")
     if not isinstance(ev, dict):
         return None
-    result = None
+    result: CellResult | None = None
     if ev.get("status") is not None:
         result = {"status": ev["status"], "exc_type": ev.get("exc_type", ""),
-                  "message": ev.get("message", ""), "notes": list(ev.get("notes", [])),
-                  **{k: ev[k] for k in ("batches", "require_check", "system_exit") if k in ev}}
-    obs = Observation(ev.get("returncode"), bool(ev.get("timed_out")), result, record.get("stderr_tail", ""))
+                  "message": ev.get("message", ""), "notes": list(ev.get("notes", []))}
+        if "batches" in ev:
+            result["batches"] = ev["batches"]
+        if "require_check" in ev:
+            result["require_check"] = ev["require_check"]
+        if "system_exit" in ev:
+            result["system_exit"] = ev["system_exit"]
+    tail = record.get("stderr_tail")
+    obs = Observation(ev.get("returncode"), bool(ev.get("timed_out")), result, tail if isinstance(tail, str) else "")
     return classify(obs)

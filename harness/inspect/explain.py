@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from harness._escape import terminal
 from harness._options import DEFAULT_MATRIX
 from harness.catalogue.discover import Case, Catalogue, CatalogueError, open_catalogue
+from harness.catalogue.literal import case_statement
 from harness.classify.outcomes import METHODS, outcome_label
 from harness.errors import UsageError
 from harness.report.merge import validate_matrix
@@ -50,11 +51,11 @@ def code_lines(source: str) -> list[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return lines
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CASE" for t in stmt.targets):
-            start, end = stmt.lineno - 1, stmt.end_lineno or stmt.lineno
-            return [*lines[:start], _CASE_MARK, *lines[end:]]
-    return lines
+    stmt = case_statement(tree)
+    if stmt is None:
+        return lines
+    start, end = stmt.lineno - 1, stmt.end_lineno or stmt.lineno
+    return [*lines[:start], _CASE_MARK, *lines[end:]]
 
 
 def _shown(case: Case) -> str:

@@ -37,6 +37,7 @@ _HARNESS = Path(__file__).resolve().parent.parent
 #: start-up hook and its peak reporter).
 HARNESS_CELL_FILES = tuple(_HARNESS / name for name in
                            ("case.py", "child/cell.py", "child/warm_server.py", "child/fileio.py",
+                            "child/request.py", "child/status.py", "child/jsonfields.py", "child/warm_protocol.py",
                             "child/cellsite/sitecustomize.py", "child/cellsite/_harness_cell_peaks.py"))
 #: Largest file hashed, in bytes (a bigger one counts by its size and modification time).
 MAX_HASHED_BYTES = 64 << 20

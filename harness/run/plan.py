@@ -69,17 +69,23 @@ class CellSpec:
         return expect[self.method], kinds.get(self.method)
 
     def to_child(self) -> dict[str, Any]:
-        """The JSON-able spec the cell process reads."""
-        return {
-            "case": self.case.id,
-            "module": self.case.module,
-            "path": str(self.case.path),
-            "root": str(self.case.root),
-            "script": self.case.script,
-            "method": self.method,
-            "num_workers": self.num_workers,
-            "require_check": True,
-        }
+        """The :class:`~harness.child.request.CellRequest` the cell process reads, as JSON.
+
+        A script case's ``"stdin"`` mode is read from its file here (the cell reads no ``CASE``).
+        """
+        from harness.catalogue.literal import declared_stdin
+        from harness.child.request import CellRequest
+
+        return CellRequest(
+            module=self.case.module,
+            path=str(self.case.path),
+            root=str(self.case.root),
+            script=self.case.script,
+            method=self.method,
+            num_workers=self.num_workers,
+            require_check=True,
+            stdin=declared_stdin(self.case.path) if self.case.script else None,
+        ).as_json()
 
 
 def plan(cases: Iterable[Case], methods: Iterable[str], timeout_s: float,

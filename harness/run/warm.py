@@ -42,11 +42,12 @@ Why no threads: forking a multi-threaded process may deadlock the child (POSIX
 and stops it in its own ``pthread_atfork`` prepare handler, so the template forks once
 after importing and checks ``/proc/self/task`` before it reports ready.
 
-Protocol: JSON lines over a socketpair. The harness sends ``{"op": "fork", "id", ...}``;
-the template answers ``{"id", "pid"}`` right after the fork and ``{"id", "returncode"}``
-once it has reaped the child (``os.waitstatus_to_exitcode``: ``-N`` for signal N). When
-the harness's end closes (it exited, or was killed), the template kills every child's
-process group and exits.
+Protocol (:mod:`harness.child.warm_protocol`, one frozen class per message): JSON lines over
+a socketpair. The harness sends a ``ForkRequest`` (``"op": "fork"``); the template answers
+``Ready`` once, then ``Forked`` right after each fork (or ``ForkFailed``) and ``Exited`` once
+it has reaped the child (``os.waitstatus_to_exitcode``: ``-N`` for signal N). When the
+harness's end closes (it exited, or was killed), the template kills every child's process
+group and exits.
 """
 
 from __future__ import annotations
@@ -61,7 +62,18 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.child.warm_server import CWD_PLACEHOLDER, send_message
+from harness.child.warm_protocol import (
+    CWD_PLACEHOLDER,
+    Answer,
+    Exited,
+    Forked,
+    ForkFailed,
+    ForkRequest,
+    ProbedPath,
+    Ready,
+    read_answer,
+    send,
+)
 from harness.errors import TemplateError
 from harness.run.containment import child_env, track, track_dir, untrack, untrack_dir
 
@@ -118,7 +130,7 @@ class Template:
         # The containment token: every cell forked from the template carries it in its
         # process environment, so the watchdog finds their leftovers (harness.run.containment).
         self._env = child_env(env)
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._send_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -126,7 +138,7 @@ class Template:
         self._next_id = 0
         self._ready = threading.Event()
         self._dead = threading.Event()
-        self._info: dict = {}
+        self._info: Ready | None = None
         self._paths: dict[str, list[str]] = {}
         self._logdir = Path(tempfile.mkdtemp(prefix="harness-template-"))
         track_dir(self._logdir)
@@ -139,9 +151,10 @@ class Template:
         return self._proc.pid if self._proc else None
 
     @property
-    def info(self) -> dict:
-        """The template's ready message: ``pid``, ``threads``, ``import_s`` (seconds), ``pidfd``."""
-        return dict(self._info)
+    def info(self) -> Ready | None:
+        """The template's :class:`~harness.child.warm_protocol.Ready` message (``pid``,
+        ``threads``, ``import_s`` in seconds, ``pidfd``); ``None`` until it came."""
+        return self._info
 
     def start(self) -> Template:
         """Launch the template interpreter (it imports torch in the background) and return self."""
@@ -165,10 +178,10 @@ class Template:
     def __enter__(self) -> Template:
         return self.start() if self._proc is None else self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> dict:
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> Ready:
         """Block until the template has imported everything; return its ready message.
 
         Raises:
@@ -176,12 +189,13 @@ class Template:
         """
         if not self._ready.wait(timeout):
             raise TemplateError(f"template did not become ready within {timeout:.0f} s{self._log_tail()}")
-        if self._dead.is_set() and not self._info:
+        info = self._info
+        if info is None:  # the reader set _ready as it saw the template die
             raise TemplateError(f"template exited during start-up{self._log_tail()}")
-        if self._info.get("threads", 1) != 1:
-            raise TemplateError(f"template runs {self._info['threads']} threads after its imports; "
+        if info.threads != 1:
+            raise TemplateError(f"template runs {info.threads} threads after its imports; "
                                 "forking it would not be safe")
-        return self.info
+        return info
 
     def _log_tail(self) -> str:
         try:
@@ -191,32 +205,14 @@ class Template:
         return f": {text.splitlines()[-1]}" if text else ""
 
     def _read(self) -> None:
+        """The reader thread: apply each answer of the template until its socket closes; then
+        every child still waiting is lost (the template died, or was closed)."""
         assert self._sock is not None
         fh = self._sock.makefile("rb")
         try:
             for line in fh:
-                msg = json.loads(line)
-                if msg.get("ready"):
-                    self._info = msg
-                    self._ready.set()
-                    continue
-                with self._lock:
-                    child = self._children.get(msg["id"])
-                if child is None:
-                    continue
-                if "pid" in msg:
-                    child.pid = msg["pid"]
-                    child._started.set()
-                elif "error" in msg:
-                    child.error = msg["error"]
-                    child._started.set()
-                    child._exited.set()
-                else:
-                    child.returncode = msg["returncode"]
-                    child._exited.set()
-                    with self._lock:
-                        self._children.pop(msg["id"], None)
-        except (OSError, ValueError):
+                self._apply(read_answer(json.loads(line)))
+        except (OSError, ValueError):  # ValueError: not JSON, or not a template message
             pass
         finally:
             self._dead.set()
@@ -230,6 +226,29 @@ class Template:
                     child.error = child.error or "template died before forking the cell"
                 child._started.set()
                 child._exited.set()
+
+    def _apply(self, answer: Answer) -> None:
+        """Record one answer: the template is ready, or a child was forked, failed or exited."""
+        if isinstance(answer, Ready):
+            self._info = answer
+            self._ready.set()
+            return
+        with self._lock:
+            child = self._children.get(answer.id)
+        if child is None:
+            return
+        if isinstance(answer, Forked):
+            child.pid = answer.pid
+            child._started.set()
+        elif isinstance(answer, ForkFailed):
+            child.error = answer.error
+            child._started.set()
+            child._exited.set()
+        elif isinstance(answer, Exited):
+            child.returncode = answer.returncode
+            child._exited.set()
+            with self._lock:
+                self._children.pop(answer.id, None)
 
     def sys_path_for(self, env: dict[str, str]) -> list[str]:
         """``sys.path`` of a fresh ``python -m`` with ``env`` (cwd left as a placeholder).
@@ -251,12 +270,12 @@ class Template:
             probe_env = {k: v for k, v in env.items() if k != "HARNESS_CELL_PEAKS"}
             out = subprocess.run([sys.executable, "-m", "harness.child.warm_server", "--probe"], env=probe_env,
                                  cwd=probe_dir, capture_output=True, text=True, timeout=60, check=True)
-            data = json.loads(out.stdout)
+            data = ProbedPath.from_json(json.loads(out.stdout))
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             raise TemplateError(f"cannot probe a fresh interpreter's sys.path: {exc}") from None
         finally:
             os.rmdir(probe_dir)
-        path = [CWD_PLACEHOLDER if p == data["cwd"] else p for p in data["path"]]
+        path = [CWD_PLACEHOLDER if p == data.cwd else p for p in data.path]
         with self._lock:
             self._paths[key] = path
         return path
@@ -281,20 +300,21 @@ class Template:
         self.wait_ready(max(timeout, READY_TIMEOUT_S))
         if self._dead.is_set():
             raise TemplateError(f"template is not running{self._log_tail()}")
-        req = {"op": "fork", "argv": argv, "env": env, "cwd": cwd, "stdout": stdout,
-               "stderr": stderr, "sys_path": self.sys_path_for(env)}
+        sys_path = self.sys_path_for(env)
         child = WarmChild()
         with self._lock:
             self._next_id += 1
-            req["id"] = self._next_id
-            self._children[req["id"]] = child
+            req_id = self._next_id
+            self._children[req_id] = child
+        req = ForkRequest(id=req_id, argv=tuple(argv), env=dict(env), cwd=cwd, stdout=stdout, stderr=stderr,
+                          sys_path=tuple(sys_path))
         try:
             with self._send_lock:
                 assert self._sock is not None
-                send_message(self._sock, req)
+                send(self._sock, req)
         except OSError as exc:
             with self._lock:
-                self._children.pop(req["id"], None)
+                self._children.pop(req_id, None)
             raise TemplateError(f"template is not running: {exc}") from None
         if not child._started.wait(timeout) or child.error:
             raise TemplateError(child.error or f"template did not fork within {timeout:.0f} s")

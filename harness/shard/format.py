@@ -16,8 +16,10 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 
@@ -29,6 +31,10 @@ from harness.shard.jsonfile import JSONFileError, load_json_file
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CaseTable",
+    "Record",
+    "Runner",
+    "Shard",
     "NotAShard",
     "ShardError",
     "read_shard",
@@ -40,13 +46,26 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+# JSON objects of a shard, named for what they are. Their keys and the types of their values are
+# the schema's (harness/schemas/shard.schema.json, checked by read_shard); to Python a value is
+# whatever JSON holds there.
+#: A whole shard: ``schema_version``, ``complete``, ``runner``, ``cases``, ``results``.
+Shard = dict[str, Any]
+#: A shard's ``runner`` object (:func:`runner_info`).
+Runner = dict[str, Any]
+#: One result record: one cell on one runner (:func:`harness.run.records.record_for`).
+Record = dict[str, Any]
+#: A shard's ``cases``: each case's metadata by case id (:func:`harness.run.pipeline.case_table`).
+CaseTable = dict[str, dict[str, Any]]
 _SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
 
 @cache
-def schema(name: str = "shard") -> dict:
-    """The published JSON Schema ``harness/schemas/<name>.schema.json``."""
-    return json.loads((_SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+def schema(name: str = "shard") -> dict[str, Any]:
+    """The published JSON Schema ``harness/schemas/<name>.schema.json`` (a JSON object)."""
+    document: dict[str, Any] = json.loads((_SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+    return document
 
 
 def _torch_version() -> str:
@@ -65,7 +84,7 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def runner_info(emulating: Platform | None = None, **extra) -> dict:
+def runner_info(emulating: Platform | None = None, **extra: object) -> Runner:
     """Describe this machine as a shard's ``runner`` object; ``extra`` keys are added.
 
     Args:
@@ -81,7 +100,7 @@ def runner_info(emulating: Platform | None = None, **extra) -> dict:
     rid = f"{os_name}-{arch}-py{sys.version_info.major}.{sys.version_info.minor}-torch{torch}"
     if emulating is not None:
         rid += f"-as-{emulating.id}"
-    info = {
+    info: Runner = {
         "id": rid,
         "os": os_name,
         "arch": arch,
@@ -107,12 +126,12 @@ def runner_info(emulating: Platform | None = None, **extra) -> dict:
     return info
 
 
-def shard_filename(runner: dict) -> str:
+def shard_filename(runner: Runner) -> str:
     """File name for a runner's shard, from its os, arch, Python and torch versions."""
     return re.sub(r"[^A-Za-z0-9._+-]", "_", runner["id"]) + ".json"
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
+def write_json_atomic(path: Path, data: Mapping[str, object]) -> None:
     """Write ``data`` as JSON to ``path`` through a temp file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +163,7 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _record_problem(data: dict) -> str | None:
+def _record_problem(data: Shard) -> str | None:
     """What the schema cannot say: a record of another runner, or a cell recorded twice."""
     rid = data["runner"]["id"]
     seen: dict[tuple[str, str], int] = {}
@@ -159,7 +178,7 @@ def _record_problem(data: dict) -> str | None:
     return None
 
 
-def read_shard(path: Path) -> dict:
+def read_shard(path: Path) -> Shard:
     """Read and validate one shard.
 
     The file is read as by :func:`harness.shard.jsonfile.load_json_file`: a regular file only (a

@@ -23,14 +23,23 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from harness.classify.outcomes import METHODS
 from harness.errors import SaveError
-from harness.shard.format import SCHEMA_VERSION, ShardError, read_shard, write_json_atomic
+from harness.shard.format import (
+    SCHEMA_VERSION,
+    CaseTable,
+    Record,
+    Runner,
+    Shard,
+    ShardError,
+    read_shard,
+    write_json_atomic,
+)
 
 __all__ = ["LOCK_TIMEOUT_S", "SaveError", "ShardWriter"]
 
@@ -40,7 +49,7 @@ LOCK_TIMEOUT_S = 120.0
 Key = tuple[str, str]
 
 
-def _key(rec: dict) -> Key:
+def _key(rec: Record) -> Key:
     return (rec["case"], rec["method"])
 
 
@@ -66,8 +75,8 @@ class ShardWriter:
         warn: called with one line when a file is set aside.
     """
 
-    def __init__(self, path: Path, *, runner: dict, table: dict, owned: set[Key],
-                 initial: dict | None = None, drop_cases: set[str] = frozenset(),
+    def __init__(self, path: Path, *, runner: Runner, table: CaseTable, owned: set[Key],
+                 initial: Shard | None = None, drop_cases: Collection[str] = frozenset(),
                  warn: Callable[[str], None] = lambda line: None) -> None:
         self.path = Path(path)
         self.runner = runner
@@ -80,7 +89,7 @@ class ShardWriter:
         self._initial_table = dict(initial.get("cases", {}))
         self._lock = FileLock(str(self.path.with_name(f".{self.path.name}.lock")), timeout=LOCK_TIMEOUT_S)
         self._seen: tuple[int, int] | None = None  # (mtime_ns, size) of the last file written or read
-        self._disk: dict | None = None
+        self._disk: Shard | None = None
 
     def _stat(self) -> tuple[int, int] | None:
         try:
@@ -89,7 +98,7 @@ class ShardWriter:
             return None
         return (st.st_mtime_ns, st.st_size)
 
-    def _read_disk(self) -> dict | None:
+    def _read_disk(self) -> Shard | None:
         """The shard on disk now; re-read only when another writer changed it."""
         stamp = self._stat()
         if stamp is None:
@@ -110,9 +119,9 @@ class ShardWriter:
         self._seen = stamp
         return self._disk
 
-    def merge(self, mine: list[dict], disk: dict | None) -> tuple[list[dict], dict]:
+    def merge(self, mine: list[Record], disk: Shard | None) -> tuple[list[Record], CaseTable]:
         """The merged ``(results, case table)`` of ``mine`` and ``disk`` (see the module doc)."""
-        merged: dict[Key, dict] = {k: r for k, r in self._initial.items() if k not in self.owned}
+        merged: dict[Key, Record] = {k: r for k, r in self._initial.items() if k not in self.owned}
         for rec in (disk or {}).get("results", ()):
             key = _key(rec)
             if key not in self.owned or rec != self._initial.get(key):
@@ -126,8 +135,8 @@ class ShardWriter:
         results.sort(key=lambda r: (r["case"], METHODS.index(r["method"]) if r["method"] in METHODS else 99))
         return results, table
 
-    def save(self, mine: list[dict], *, finished: bool,
-             finalize: Callable[[list[dict]], None] | None = None) -> list[dict]:
+    def save(self, mine: list[Record], *, finished: bool,
+             finalize: Callable[[list[Record]], None] | None = None) -> list[Record]:
         """Merge ``mine`` with the shard on disk and write it, under the lock.
 
         Args:
@@ -158,7 +167,7 @@ class ShardWriter:
         except (OSError, Timeout) as exc:
             raise SaveError(self._rescue(mine, exc)) from None
 
-    def _rescue(self, mine: list[dict], exc: BaseException) -> str:
+    def _rescue(self, mine: list[Record], exc: BaseException) -> str:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         data = {"schema_version": SCHEMA_VERSION, "complete": False, "runner": self.runner,
                 "cases": self.table, "results": mine}

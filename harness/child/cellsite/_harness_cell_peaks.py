@@ -50,6 +50,15 @@ import re
 import sys
 import time
 
+# ``typing`` is not imported at run time (this module loads in every interpreter of a cell).
+# Type checkers treat any name ``TYPE_CHECKING`` as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+    ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
+
 ENV_DIR = "HARNESS_CELL_PEAKS"
 
 # multiprocessing starts its helpers as ``python -c 'from multiprocessing.X import main; ...'``
@@ -163,12 +172,12 @@ def _in_multiprocessing_child(_anchor: object) -> None:
 class _ReportingExcepthook:
     """``sys.excepthook`` of a forkserver worker before ``_bootstrap``: report, then the original."""
 
-    def __init__(self, original: object) -> None:
+    def __init__(self, original: ExceptHook) -> None:
         self.original = original
 
-    def __call__(self, *exc_info: object) -> object:
+    def __call__(self, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> object:
         _worker_report()
-        return self.original(*exc_info)  # type: ignore[operator]
+        return self.original(exc_type, exc, tb)
 
 
 def _arm_multiprocessing() -> None:

@@ -32,8 +32,16 @@ import importlib.util
 import os
 import sys
 
+# ``typing`` is not imported at run time: this runs at the start of every interpreter of a cell.
+# Type checkers treat any name ``TYPE_CHECKING`` as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+    from typing import TextIO
 
-def _usable(stream) -> bool:
+
+def _usable(stream: TextIO | None) -> bool:
     try:
         return stream is not None and stream.fileno() >= 0 and not stream.closed
     except (AttributeError, OSError, ValueError):
@@ -46,7 +54,8 @@ def _is_spawn_child() -> bool:
 
 def _fix_stderr() -> None:
     if os.environ.get("HARNESS_SIMULATE_LOST_STDERR") == "1" and _is_spawn_child():
-        sys.stderr = sys.__stderr__ = None
+        # Both are None in such a Windows child.
+        sys.stderr = sys.__stderr__ = None  # type: ignore[misc]  # typeshed: __stderr__ is Final
         try:
             os.close(2)
         except OSError:
@@ -62,7 +71,8 @@ def _fix_stderr() -> None:
         os.dup2(stream.fileno(), 2)
     except OSError:
         pass
-    sys.stderr = sys.__stderr__ = stream
+    # The stream stands for the original stderr too.
+    sys.stderr = sys.__stderr__ = stream  # type: ignore[misc]  # typeshed: __stderr__ is Final
 
 
 class _SetSharingStrategy(importlib.abc.MetaPathFinder):
@@ -71,7 +81,8 @@ class _SetSharingStrategy(importlib.abc.MetaPathFinder):
     def __init__(self, strategy: str) -> None:
         self.strategy = strategy
 
-    def find_spec(self, name, path, target=None):  # noqa: ARG002 - the finder protocol
+    def find_spec(self, name: str, path: Sequence[str] | None,  # noqa: ARG002 - the finder protocol
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if name != "torch.multiprocessing":
             return None
         sys.meta_path.remove(self)
@@ -81,10 +92,10 @@ class _SetSharingStrategy(importlib.abc.MetaPathFinder):
         loader, strategy = spec.loader, self.strategy
 
         class _Loader(importlib.abc.Loader):
-            def create_module(self, spec):
+            def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
                 return loader.create_module(spec)
 
-            def exec_module(self, module):
+            def exec_module(self, module: ModuleType) -> None:
                 loader.exec_module(module)
                 module.set_sharing_strategy(strategy)
 
@@ -111,7 +122,7 @@ if os.environ.get("HARNESS_SHARING_STRATEGY"):
         sys.meta_path.insert(0, _SetSharingStrategy(os.environ["HARNESS_SHARING_STRATEGY"]))
 if os.environ.get("HARNESS_CELL_PEAKS"):
     try:
-        import _harness_cell_peaks
+        import _harness_cell_peaks  # type: ignore[import-not-found]  # a sibling found on the cell's PYTHONPATH
 
         _harness_cell_peaks.install()
     except Exception:  # noqa: BLE001, S110 - a missing report falls back to sampling
