@@ -87,11 +87,14 @@ def regression(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff, offline checks of the GitHub workflow (zizmor, check-jsonschema), and the schemas."""
+    """ruff, mypy (strict on harness/, configured in pyproject.toml), offline checks of the
+    GitHub workflow (zizmor, check-jsonschema), and the schemas."""
     from pathlib import Path
 
-    session.install("ruff", "zizmor", "check-jsonschema")
+    _install(session, "lint", "test", "plot")  # mypy follows the harness's imports: torch, pytest, ...
+    session.install("zizmor", "check-jsonschema")
     session.run("ruff", "check", ".")
+    session.run("mypy")
     session.run("zizmor", "--offline", "--min-severity", "medium", ".github/workflows/")
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows",
                 *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")))
