@@ -73,7 +73,7 @@ def report(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Fast test suite (pytest with pytest-xdist); the full catalogue is the regression session."""
     _install(session, "test", "plot")
-    session.install("nox")  # tests/test_workflow.py asks nox itself which sessions CI selects
+    session.install("nox")  # tests/unit/test_workflow.py asks nox itself which sessions CI selects
     session.run("pytest", "-n", "auto", "-m", "not catalogue", *session.posargs)
 
 
@@ -81,7 +81,7 @@ def tests(session: nox.Session) -> None:
 def regression(session: nox.Session) -> None:
     """Full catalogue through pytest-xdist: fails on any cell whose outcome contradicts expect."""
     _install(session, "test")
-    session.run("pytest", "-n", "auto", "-m", "catalogue", "tests/test_catalogue_regression.py",
+    session.run("pytest", "-n", "auto", "-m", "catalogue", "tests/e2e/test_catalogue_regression.py",
                 *session.posargs)
 
 

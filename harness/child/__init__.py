@@ -5,7 +5,7 @@ The rule of this package: a module here imports nothing of ``harness`` outside
 :mod:`harness.child`, except the public case API :mod:`harness.case` (which cases import
 themselves). These processes must start fast, must not drag the harness's dependencies into
 a case's interpreter, and must keep working while the harness is being killed.
-``tests/test_child_imports.py`` enforces the rule.
+``tests/unit/test_child_imports.py`` enforces the rule.
 
 * :mod:`~harness.child.cell`: ``python -m harness.child.cell REQUEST RESULT``: one case under one
   start method; writes what happened as JSON.

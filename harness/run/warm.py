@@ -35,7 +35,7 @@ file is written before.
 
 Known differences from a fresh interpreter: the hash seed (``PYTHONHASHSEED``) is the
 template's for every cell, and modules the template imported are already in
-``sys.modules``. Outcomes and kinds are the same; ``tests/test_isolation.py`` checks it.
+``sys.modules``. Outcomes and kinds are the same; ``tests/e2e/test_isolation.py`` checks it.
 
 Why no threads: forking a multi-threaded process may deadlock the child (POSIX
 ``fork(2)``; CPython 3.12+ warns about it). numpy's OpenBLAS starts a thread pool at import

@@ -18,8 +18,11 @@ import pytest
 
 import harness
 
-USER = Path(__file__).parent / "user_code"
-README = Path(__file__).parent.parent / "README.md"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+USER = TESTS / "user_code"
+README = Path(__file__).parents[2] / "README.md"
 
 
 @pytest.fixture
@@ -184,6 +187,7 @@ _PROFILE_INNER = '''
 import multiprocessing
 import os
 import torch.multiprocessing
+
 
 
 def report(q):

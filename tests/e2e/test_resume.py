@@ -20,6 +20,9 @@ from conftest import processes_with_env
 
 from harness.shard.format import read_shard
 
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
 SLOW = '''
 """Items arrive slowly, so the cell is still running when the run is interrupted."""
 
@@ -55,6 +58,7 @@ QUICK = '''
 from torch.utils.data import DataLoader
 
 from harness.case import Squares, squares
+
 
 CASE = {
     "id": "quick-%s",
@@ -196,7 +200,7 @@ def test_even_a_killed_harness_leaves_no_cell_behind_when_warm(tmp_path, cli):
     # SIGKILL gives the harness no chance to clean up; the template sees its control socket
     # close and kills every cell's process group (workers, forkserver, resource tracker).
     mark = uuid.uuid4().hex
-    proc = cli.start("run", "--catalogue", str(Path(__file__).parent / "fixture_cases"), "--cases", "fixture-hang",
+    proc = cli.start("run", "--catalogue", str(TESTS / "fixture_cases"), "--cases", "fixture-hang",
                      "--start-method", "fork", "spawn", "--timeout", "60", "--out", str(tmp_path),
                      env={"HARNESS_TEST_MARK": mark}, ci=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -215,7 +219,7 @@ def test_even_a_killed_harness_leaves_no_cell_behind_when_warm(tmp_path, cli):
 
 def test_a_narrower_run_keeps_the_cells_it_does_not_run(tmp_path, cli):
     """Checking one case (README, "How to add a case") must not drop a runner's other cells."""
-    fixtures = ("run", "--catalogue", str(Path(__file__).parent / "fixture_cases"), "--out", str(tmp_path))
+    fixtures = ("run", "--catalogue", str(TESTS / "fixture_cases"), "--out", str(tmp_path))
     first = cli(*fixtures, "--cases", "fixture-good", "--start-method", "in-process", "fork")
     assert first.returncode == 0, first.stderr
     (path,) = tmp_path.glob("*.json")

@@ -44,7 +44,11 @@ import pytest
 
 from harness.classify.outcomes import KINDS
 
-CORPUS = Path(__file__).parent / "data" / "tracebacks"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+CORPUS = TESTS / "data" / "tracebacks"
 PLATFORMS = ("windows", "macos", "jupyter", "linux-py3.14", "linux")
 REQUIRED_KEYS = ("source", "platform", "python", "expect-kind", "expect-root-cause-contains")
 #: Platforms whose spawn-only behaviour the corpus must cover well.

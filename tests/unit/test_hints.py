@@ -34,7 +34,7 @@ def write_case(folder: Path, case_id: str, matches: dict, expect: dict = BAD) ->
         "title": f"the {case_id} case",
         "why": "a test",
         "expect": expect,
-        "sources": ["tests/test_hints.py"],
+        "sources": ["tests/unit/test_hints.py"],
         "matches": matches,
     }
     (folder / f"{case_id.replace('-', '_')}.py").write_text(

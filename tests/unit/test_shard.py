@@ -88,5 +88,5 @@ def test_non_shards_are_rejected(tmp_path, text, reason):
 
 
 def test_published_schema_is_in_the_repo():
-    schema = Path(__file__).parents[1] / "harness" / "schemas" / "shard.schema.json"
+    schema = Path(__file__).parents[2] / "harness" / "schemas" / "shard.schema.json"
     assert json.loads(schema.read_text())["properties"]["schema_version"] == {"const": 1}

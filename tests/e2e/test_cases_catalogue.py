@@ -1,6 +1,6 @@
 """The catalogue's contract: breadth, provenance, expectations and fixes (no cell is run here).
 
-What each cell really does is checked by ``tests/test_catalogue_regression.py`` (marked
+What each cell really does is checked by ``tests/e2e/test_catalogue_regression.py`` (marked
 ``catalogue``); these tests keep the metadata a report and a reader rely on complete.
 """
 

@@ -12,8 +12,12 @@ from harness.catalogue.discover import discover
 from harness.run.inputs import InputHasher
 from harness.shard.format import runner_info
 
-HOSTILE = Path(__file__).parent / "data" / "hostile_cases"
-ROOT = Path(__file__).parent.parent
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+HOSTILE = TESTS / "data" / "hostile_cases"
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture

@@ -13,8 +13,12 @@ import pytest
 from harness.run.pipeline import run_catalogue
 from harness.shard.format import read_shard
 
-HOSTILE = Path(__file__).parent / "data" / "hostile_cases"
-ROOT = Path(__file__).parent.parent
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+HOSTILE = TESTS / "data" / "hostile_cases"
+ROOT = Path(__file__).parents[2]
 
 
 def _shard(out: Path) -> dict:

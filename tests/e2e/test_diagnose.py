@@ -18,7 +18,10 @@ import pytest
 
 from harness.catalogue.discover import discover
 
-USER = Path(__file__).parent / "user_code"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+USER = TESTS / "user_code"
 CASES = discover().by_id()
 
 
@@ -196,6 +199,7 @@ import importlib, json, multiprocessing, sys, warnings
 sys.path.insert(0, sys.argv[1])
 warnings.simplefilter("ignore")
 from torch.utils.data import DataLoader
+
 multiprocessing.set_start_method("spawn", force=True)
 out = {}
 for target in sys.argv[2:]:

@@ -13,7 +13,7 @@ from _shards import linux_shard, windows_shard, write
 
 from harness.report.merge import load_shards
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "harness" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "harness" / "schemas"
 SCRIPT = "<script>alert('x')</script> | a pipe"
 
 

@@ -19,7 +19,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-USER = Path(__file__).parent / "user_code"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+USER = TESTS / "user_code"
 ROOT = USER.parent.parent
 POSIX = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and RLIMIT_AS")
 
@@ -224,6 +227,7 @@ def test_timeout_must_be_a_positive_number(cli):
 
 _MEASURED = r"""
 import json, resource, subprocess, sys, time
+
 t0 = time.monotonic()
 proc = subprocess.run([sys.executable, "-m", "harness", "diagnose", *sys.argv[1:]], capture_output=True, text=True)
 print(json.dumps({"rc": proc.returncode, "out": proc.stdout, "err": proc.stderr, "wall_s": time.monotonic() - t0,

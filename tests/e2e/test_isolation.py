@@ -24,6 +24,9 @@ from harness.run.plan import plan, resolve_isolation
 from harness.run.pool import run_cells
 from harness.run.warm import Template, warm_available
 
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
 pytestmark = pytest.mark.skipif(not warm_available(), reason="warm starts exist on Linux only")
 
 _FACTS = '''
@@ -40,6 +43,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from harness.case import current_cell, squares
+
 
 
 def facts(where):
@@ -169,7 +173,7 @@ def both(tmp_path_factory):
     """The same cells run warm, then fresh: ``{mode: (records, facts dir)}``."""
     root = tmp_path_factory.mktemp("isolation")
     probe_cases = discover(_probe_catalogue(root)).cases
-    hang = select(discover(Path(__file__).parent / "fixture_cases").cases, ["fixture-hang"])
+    hang = select(discover(TESTS / "fixture_cases").cases, ["fixture-hang"])
     catalogue = discover().cases
     specs = (plan(probe_cases, ["spawn", "forkserver", "fork"], 60)
              + plan(hang, ["fork"], 3)
@@ -286,7 +290,7 @@ def test_a_template_that_cannot_start_leaves_cells_to_fresh_interpreters(tmp_pat
     # gets the real environment, so it runs (fresh) and passes.
     (tmp_path / "torch.py").write_text("raise ImportError('no torch in this template')\n")
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
-    cases = select(discover(Path(__file__).parent / "fixture_cases").cases, ["fixture-good"])
+    cases = select(discover(TESTS / "fixture_cases").cases, ["fixture-good"])
     with Template(env=env) as tpl:
         records = run_cells(plan(cases, ["fork"], 60), "test", 1, template=tpl)
         assert tpl.failed

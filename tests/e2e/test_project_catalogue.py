@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
-DOWNSTREAM = Path(__file__).parent / "data" / "downstream"
-ROOT = Path(__file__).parent.parent
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+DOWNSTREAM = TESTS / "data" / "downstream"
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture

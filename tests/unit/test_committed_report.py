@@ -23,7 +23,7 @@ from harness._policy import python_of
 from harness.catalogue.discover import discover
 from harness.report.merge import load_shards, merge
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REPORT = ROOT / "reports" / "COMPATIBILITY.md"
 SHARDS = ROOT / "reports" / "shards"
 

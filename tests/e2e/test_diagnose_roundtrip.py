@@ -30,7 +30,11 @@ import pytest
 
 from harness.inspect.output import github_command
 
-USER = Path(__file__).parent / "user_code"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+USER = TESTS / "user_code"
 ROOT = USER.parent.parent
 DOWNSTREAM = USER / "downstream"
 ON_314 = sys.version_info >= (3, 14)

@@ -9,7 +9,11 @@ from harness.catalogue.discover import discover
 from harness.inspect.explain import code_lines, fix_diff
 from harness.report.merge import merge
 
-DATA = Path(__file__).parent / "data"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+DATA = TESTS / "data"
 
 
 def test_bad_case_shows_code_why_sources_and_diff_to_its_fix(tmp_path, cli):

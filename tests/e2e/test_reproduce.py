@@ -14,7 +14,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-USER = Path(__file__).parent / "user_code"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+USER = TESTS / "user_code"
 
 
 
@@ -161,7 +165,7 @@ def test_hint_names_the_same_case_on_every_python(kind, root_cause, case):
 
 
 def test_classify_command_reads_a_pasted_traceback(tmp_path, cli):
-    corpus = Path(__file__).parent / "data" / "tracebacks" / "windows-bootstrap-brokenpipe.txt"
+    corpus = TESTS / "data" / "tracebacks" / "windows-bootstrap-brokenpipe.txt"
     rc, printed, _ = cli.main("classify", str(corpus), "--json")
     assert rc == 1
     out = json.loads(printed)

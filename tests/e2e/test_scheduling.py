@@ -16,8 +16,12 @@ from harness.catalogue.discover import discover
 from harness.run.plan import plan
 from harness.run.schedule import DEFAULT_ESTIMATE_S, durations, estimate, longest_first
 
-FIXTURES = Path(__file__).parent / "fixture_cases"
-REAL_SHARD = Path(__file__).parent / "data" / "shard-linux-py3.11.json"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+FIXTURES = TESTS / "fixture_cases"
+REAL_SHARD = TESTS / "data" / "shard-linux-py3.11.json"
 _LINE = re.compile(r"^\[\d+/\d+\] (\S+) \[([\w-]+)\]: ", re.M)
 
 

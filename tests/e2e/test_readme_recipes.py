@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent
-SAMPLE = Path(__file__).parent / "data" / "downstream"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+ROOT = Path(__file__).parents[2]
+SAMPLE = TESTS / "data" / "downstream"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.M | re.S)
 
 

@@ -20,10 +20,14 @@ import pytest
 
 from harness.catalogue.discover import default_catalogue_dir, discover
 
-ROOT = Path(__file__).resolve().parent.parent
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+ROOT = Path(__file__).resolve().parents[2]
 CATALOGUES = {
     "cases": default_catalogue_dir(),
-    "tests/fixture_cases": Path(__file__).parent / "fixture_cases",
+    "tests/fixture_cases": TESTS / "fixture_cases",
 }
 
 

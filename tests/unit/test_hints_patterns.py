@@ -36,8 +36,11 @@ from harness.classify.classifier import classify_traceback
 from harness.inspect.hints import Hints, matches_error, matches_object
 from harness.inspect.walker import Problem
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).parent / "data"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = TESTS / "data"
 HINTS = Hints.from_cases(discover().cases)
 LINUX_ONLY = pytest.mark.skipif(
     not sys.platform.startswith("linux"),
@@ -52,6 +55,7 @@ warnings.simplefilter("ignore")
 multiprocessing.set_start_method("spawn", force=True)
 from torch.utils.data import DataLoader
 from harness.inspect.diagnose import diagnose
+
 
 class Taken(BaseException):
     def __init__(self, loader):

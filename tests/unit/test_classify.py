@@ -15,7 +15,11 @@ import pytest
 
 from harness.classify.classifier import Observation, classify, decisive_stderr_line
 
-DATA = Path(__file__).parent / "data" / "stderr"
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
+DATA = TESTS / "data" / "stderr"
 WORKER_EXITED_1 = "DataLoader worker (pid(s) 2876) exited unexpectedly"
 WORKER_EXITED_2 = "DataLoader worker (pid(s) 3404, 3405) exited unexpectedly"
 

@@ -14,9 +14,13 @@ import psutil
 import pytest
 from conftest import processes_with_env
 
+#: The tests folder: shared data, fixture catalogues and user code.
+TESTS = Path(__file__).resolve().parents[1]
+
+
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses os.fork and /proc")
 
-CATALOGUE = Path(__file__).parent / "data" / "containment"
+CATALOGUE = TESTS / "data" / "containment"
 
 
 def _marked(marker: Path) -> list[psutil.Process]:
