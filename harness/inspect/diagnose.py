@@ -13,7 +13,7 @@ The user's code runs in the process that diagnoses: the target is the user's own
 its objects must be live to be walked. :func:`diagnose` (and ``harness.assert_spawn_safe``)
 runs it in the caller's process; the ``harness diagnose`` command
 (:mod:`harness.inspect.diagnose_command`) runs it in a child process
-(``python -m harness._diagnose_child``) with a timeout and a memory bound, and rebuilds the
+(``python -m harness.inspect.diagnose_child``) with a timeout and a memory bound, and rebuilds the
 result in the parent (:func:`diagnosis_to_child`, :func:`diagnosis_from_child`). Whatever the
 user's code raises while it is pickled, unpickled or asked for indices (``SystemExit``,
 ``KeyboardInterrupt`` and ``GeneratorExit`` included) is a problem at its path; only a real

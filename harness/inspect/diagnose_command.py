@@ -1,7 +1,7 @@
 """``harness diagnose TARGET [TARGET ...]``: each target diagnosed in its own child process.
 
 The user's code (import, factory, pickling, loading, first batch) runs in a child process
-(``python -m harness._diagnose_child``) in its own session or process group, started in the
+(``python -m harness.inspect.diagnose_child``) in its own session or process group, started in the
 current directory, with a timeout after which the child's whole process tree is killed, and,
 on POSIX, a bound on the child's address space (:data:`DEFAULT_MEMORY_GIB` more than the
 interpreter has mapped once torch is imported; ``HARNESS_DIAGNOSE_MEMORY_GIB`` changes it, 0
@@ -87,7 +87,7 @@ class ChildRun:
 
     Attributes:
         result: what the child wrote (``{"kind": "diagnosis" | "target-error" | "memory" |
-            "error", ...}``; see :mod:`harness._diagnose_child`), or ``None`` when it ended
+            "error", ...}``; see :mod:`harness.inspect.diagnose_child`), or ``None`` when it ended
             without writing it.
         returncode: its exit status (negative: killed by that signal), or ``None``.
         timed_out: it ran past the timeout and its tree was killed.
@@ -173,7 +173,7 @@ def _read_back(workdir: Path) -> tuple[dict[str, Any] | None, str]:
 def run_child(
     target: str, method: str, num_workers: int | None, timeout_s: float, memory_bytes: int | None
 ) -> ChildRun:
-    """Run load_target + diagnose on ``target`` in ``python -m harness._diagnose_child``.
+    """Run load_target + diagnose on ``target`` in ``python -m harness.inspect.diagnose_child``.
 
     The child runs in the current directory, in its own session (POSIX) or process group
     (Windows), with its standard output sent to this process's standard error. After
@@ -202,7 +202,7 @@ def run_child(
     _child_pythonpath(env)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness._diagnose_child", json.dumps(spec)],
+            [sys.executable, "-m", "harness.inspect.diagnose_child", json.dumps(spec)],
             env=env,
             **_popen_options(),
         )

@@ -1,4 +1,4 @@
-"""``python -m harness._diagnose_child SPEC``: the process ``harness diagnose`` runs user code in.
+"""``python -m harness.inspect.diagnose_child SPEC``: the process ``harness diagnose`` runs user code in.
 
 SPEC is a JSON object: ``target``, ``method``, ``num_workers``, ``memory_bytes`` (address space
 this process may map beyond what it has once torch is imported, or ``null``), ``result`` (the
