@@ -54,12 +54,9 @@ __all__ = ["main", "run_spec"]
 
 
 def _write_json(path: str, data: Mapping[str, object]) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    from harness.child.fileio import replace_file
+    from harness.child.fileio import write_atomic
 
-    replace_file(tmp, path)
+    write_atomic(path, json.dumps(data).encode("utf-8"))
 
 
 #: Characters of an exception message the result file keeps (the harness keeps far fewer).

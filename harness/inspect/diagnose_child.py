@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.child.fileio import write_atomic
+
 
 def _limit_memory(extra_bytes: int | None) -> None:
     """Cap this process's address space at what it maps now plus ``extra_bytes`` (POSIX)."""
@@ -48,9 +50,7 @@ def _limit_memory(extra_bytes: int | None) -> None:
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data).encode("utf-8"))
 
 
 def main(argv: list[str]) -> dict[str, Any]:

@@ -10,15 +10,13 @@ matplotlib is an optional extra (``pip install 'dataloader-start-harness[plot]'`
 
 from __future__ import annotations
 
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness._escape import visible
-from harness.child.fileio import replace_file
+from harness.child.fileio import write_atomic
 from harness.classify.outcomes import METHODS
 from harness.report import JSONObject
 
@@ -240,21 +238,15 @@ def _draw_legend(fig: Figure) -> None:
 def _save(plt: Any, fig: Figure, path: Path) -> None:
     """Write ``fig`` to ``path`` atomically (a temporary file in the same folder, then a rename),
     with the permissions a new file gets under the umask; close the figure either way."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
+    def draw(tmp: str) -> None:
         with warnings.catch_warnings():  # a case id in a script no font has is drawn as boxes, quietly
             warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
-            fig.savefig(tmp, dpi=130)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        replace_file(tmp, path)
+            fig.savefig(tmp, dpi=130, format="png")
+
+    try:
+        write_atomic(path, draw)
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _pyplot() -> Any | None:

@@ -17,6 +17,7 @@ from harness._progress import say
 from harness.catalogue.config import ConfigError
 from harness.catalogue.config import catalogue_dirs as project_catalogue_dirs
 from harness.catalogue.discover import CatalogueError, discover
+from harness.child.fileio import write_atomic
 from harness.report import JSONObject
 from harness.report.heatmap import MISSING_NOTE, render_heatmap
 from harness.report.junit import junit_xml
@@ -30,9 +31,7 @@ __all__ = ["write_report", "append_summary"]
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data)
 
 
 def _say(line: str) -> None:

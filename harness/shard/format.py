@@ -15,7 +15,6 @@ import platform
 import re
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -25,7 +24,7 @@ import jsonschema
 
 from harness import __version__
 from harness._policy import Platform, available_methods, current_os, default_method, machine_arch
-from harness.child.fileio import replace_file
+from harness.child.fileio import replace_file, write_atomic
 from harness.errors import NotAShard, ShardError
 from harness.shard.jsonfile import JSONFileError, load_json_file
 
@@ -133,23 +132,10 @@ def shard_filename(runner: Runner) -> str:
 
 def write_json_atomic(path: Path, data: Mapping[str, object]) -> None:
     """Write ``data`` as JSON to ``path`` through a temp file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            # ASCII escapes round-trip any Python string, lone surrogates included (a non-UTF-8
-            # file name in a message); NaN and Infinity are not JSON.
-            json.dump(data, f, indent=1, ensure_ascii=True, allow_nan=False)
-            f.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; reports are meant to be read by others
-        replace_file(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # ASCII escapes round-trip any Python string, lone surrogates included (a non-UTF-8 file
+    # name in a message); NaN and Infinity are not JSON.
+    text = json.dumps(data, indent=1, ensure_ascii=True, allow_nan=False) + "\n"
+    write_atomic(path, text.encode("ascii"))
 
 
 #: Keys of a ``matrix.json`` written by ``harness report``: a report's own output, when
