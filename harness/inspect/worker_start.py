@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from harness._options import DEFAULT_WORKERS
 from harness.inspect import sites
 from harness.inspect.target import Progress
 from harness.inspect.walker import (
@@ -78,8 +79,9 @@ __all__ = [
     "worker_start",
 ]
 
-#: Worker count assumed for a bare Dataset target (the loader's own count is used otherwise).
-DEFAULT_NUM_WORKERS = 2
+#: Worker count assumed for a bare Dataset target (the loader's own count is used otherwise):
+#: the harness's one default worker count (:data:`harness._options.DEFAULT_WORKERS`).
+DEFAULT_NUM_WORKERS = DEFAULT_WORKERS
 
 #: :func:`first_batch` and :func:`_draw_indices`: there is nothing (no batch the worker would
 #: send back, no index drawn).
