@@ -227,7 +227,9 @@ def _check_case(meta: dict[str, object], path: Path) -> CaseDeclaration:
     """
     err = jsonschema.exceptions.best_match(_case_validator().iter_errors(_jsonable(meta)))
     if err is None:
-        return cast(CaseDeclaration, meta)  # what the schema just checked
+        case = cast(CaseDeclaration, meta)  # what the schema just checked
+        _check_patterns(case, path)
+        return case
     path_parts = list(err.absolute_path)
     message = err.message
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
@@ -241,6 +243,24 @@ def _check_case(meta: dict[str, object], path: Path) -> CaseDeclaration:
     where = "".join(f"[{p!r}]" for p in path_parts)
     message = message if len(message) <= 300 else message[:300] + "..."
     raise CatalogueError(f"{path}: CASE{where}: {message}")
+
+
+def _check_patterns(case: CaseDeclaration, path: Path) -> None:
+    """Every ``CASE['matches']['errors'][i]['text']`` is a regular expression (the schema cannot
+    tell; :mod:`harness.inspect.hints` searches error text with it).
+
+    Raises:
+        CatalogueError: one line naming ``path``, the key and why the pattern does not compile.
+    """
+    for i, entry in enumerate(case.get("matches", {}).get("errors", [])):
+        text: object = entry.get("text")
+        for j, pattern in enumerate(text if isinstance(text, list) else [] if text is None else [text]):
+            where = f"['text'][{j}]" if isinstance(text, list) else "['text']"
+            try:
+                re.compile(str(pattern))
+            except re.error as exc:
+                raise CatalogueError(f"{path}: CASE['matches']['errors'][{i}]{where}: {pattern!r} is not a "
+                                     f"regular expression: {exc}") from None
 
 
 def _read_case(path: Path, root: Path, module: str, import_root: Path | None = None) -> Case | None:
@@ -342,7 +362,8 @@ def discover(catalogue_dir: Path | list[Path] | None = None, *, import_root: Pat
     packages: dict[str, Path] = {}
     for root in roots:
         if not root.is_dir():
-            raise CatalogueError(f"{root}: catalogue directory does not exist")
+            what = "is not a directory" if root.exists() else "catalogue directory does not exist"
+            raise CatalogueError(f"{root}: {what}")
         _check_package_root(root)
         if root.name in packages and packages[root.name] != root.resolve():
             raise CatalogueError(f"{root}: its cases would be imported as package {root.name!r}, like "

@@ -259,6 +259,8 @@ def explain_command(case_id: str, catalogue_dir: Path | list[Path] | None = None
         raise UsageError(note)
     try:
         explain_case(case, catalogue, matrix, note, out)
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): not the case file's fault
     except OSError as exc:
         raise CatalogueError(f"{getattr(exc, 'filename', None) or case.path}: cannot read: {exc.strerror or exc}") from None
     return 0

@@ -133,7 +133,9 @@ def load_json_file(path: Path, max_bytes: int | None = None, max_depth: int | No
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
-        raise JSONFileError(f"invalid or truncated JSON ({exc.msg} at line {exc.lineno})") from None
+        # ``exc.msg`` may end with "at" ("Unterminated string starting at"): name the place once.
+        raise JSONFileError(f"invalid or truncated JSON: {exc.msg.removesuffix(' at')} (line {exc.lineno}, "
+                            f"column {exc.colno})") from None
     except _NotFinite as exc:
         raise JSONFileError(f"not strict JSON: {exc}") from None
     except RecursionError:

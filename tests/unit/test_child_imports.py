@@ -58,11 +58,16 @@ def test_every_child_module_a_cell_runs_is_an_input_of_changed():
     module of :mod:`harness.child` that the cell or the warm template loads is hashed."""
     from harness.run.inputs import HARNESS_CELL_FILES
 
+    # Paths relative to the package, so an installed harness (a nox session) and a checkout on
+    # sys.path (``python -c`` puts the working directory first) compare alike.
     code = (
-        "import sys, harness.child.cell, harness.child.warm_server\n"
-        "print([m.__file__ for n, m in list(sys.modules.items()) if n.startswith('harness.child')])\n"
+        "import os, sys, harness, harness.child.cell, harness.child.warm_server\n"
+        "root = os.path.dirname(os.path.realpath(harness.__file__))\n"
+        "print([os.path.relpath(os.path.realpath(m.__file__), root) for n, m in list(sys.modules.items())"
+        " if n.startswith('harness.child')])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    loaded = {Path(f).resolve() for f in eval(out.stdout)}  # noqa: S307 - our own printed list of paths
-    hashed = {p.resolve() for p in HARNESS_CELL_FILES}
+    loaded = {Path(f) for f in eval(out.stdout)}  # noqa: S307 - our own printed list of paths
+    package = Path(harness.child.__file__).resolve().parent.parent
+    hashed = {p.resolve().relative_to(package) for p in HARNESS_CELL_FILES}
     assert sorted(str(p) for p in loaded - hashed if p.name != "__init__.py") == []
