@@ -86,8 +86,11 @@ def resolve_start_method(
     if not platforms:
         choices = METHODS if allowed is None else allowed
         if name not in choices:
+            hint = ""
+            if name in PROFILES:  # a platform: its start methods are what a profile emulates
+                hint = f"; to run as on {name}, use --profile {name}"
             raise UsageError(
-                f"{option}: unknown start method {name!r} (choose from {', '.join(choices)})"
+                f"{option}: unknown start method {name!r} (choose from {', '.join(choices)}){hint}"
             )
         return name
     try:

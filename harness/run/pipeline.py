@@ -320,9 +320,11 @@ def _keep_unchanged(state: _Run) -> None:
             if s.key in before and before[s.key].get("inputs") == state.inputs[s.key]]
     state.records = [{**r, "carried_over": True} for r in same]
     unchanged = {(r["case"], r["method"]) for r in same}
+    never = sum(1 for s in state.specs if s.key not in before)
     state.specs = [s for s in state.specs if s.key not in unchanged]
     _say(f"--changed: {len(unchanged)} cell(s) unchanged since they were observed, kept; "
-         f"{len(state.specs)} to run")
+         f"{len(state.specs)} to run ({len(state.specs) - never} changed, {never} never observed "
+         f"in {state.shard_path.name})")
 
 
 def _reuse_previous(state: _Run) -> None:
