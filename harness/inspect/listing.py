@@ -29,7 +29,9 @@ def list_cases(as_json: bool = False, catalogue_dir: Path | list[Path] | None = 
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{len(cat.cases)} cases in {len({c.family for c in cat.cases})} families")
+    n_cases, n_families = len(cat.cases), len({c.family for c in cat.cases})
+    table = Table(title=f"{n_cases} case{'' if n_cases == 1 else 's'} in {n_families} "
+                        f"famil{'y' if n_families == 1 else 'ies'}")
     for col in ("id", "family", "fork", "spawn", "forkserver", "fix"):
         table.add_column(col)
     for c in sorted(cat.cases, key=lambda c: (c.family, c.id)):

@@ -263,6 +263,11 @@ def _select(state: _Run) -> None:
         raise UsageError(str(exc)) from None
     for line in state.catalogue.errors:
         _say(line)
+    if not state.catalogue.cases and not state.catalogue.errors:
+        given = o.catalogue_dir if isinstance(o.catalogue_dir, (list, tuple)) else [o.catalogue_dir]
+        where = ", ".join(str(d) for d in given if d) or "the catalogue"
+        raise UsageError(f"{where}: no case modules found (a module with a CASE dict and run(cell); "
+                         "see README, 'How to add a case')")
     try:
         state.cases = select(state.catalogue.cases, o.patterns, o.families)
     except CatalogueError as exc:

@@ -105,3 +105,14 @@ def test_both_spellings_reach_the_same_argument(argv, dest, value):
     from harness._cli import build_parser
 
     assert getattr(build_parser().parse_args(argv), dest) == value
+
+
+def test_an_empty_catalogue_is_named(tmp_path, cli):
+    empty = tmp_path / "mycases"
+    empty.mkdir()
+    result = cli("run", "--catalogue", str(empty), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"harness run: {empty}: no case modules found (a module with a CASE dict and run(cell); "
+        "see README, 'How to add a case')"
+    ]
