@@ -97,6 +97,8 @@ class Case:
             "expect": {method: outcome}, "expect_kind": {method: kind}}``.
         matches: what a bad case stands for, ``{"objects": [...], "errors": [...]}``
             (read by :mod:`harness.inspect.hints`); empty when it declares nothing.
+        stdin: a script case's ``"stdin"`` mode (``interactive``, ``pipe``), passed to the cell
+            in its request; ``None`` when it runs as a file.
     """
 
     id: str
@@ -116,6 +118,7 @@ class Case:
     expect_when: tuple[ExpectWhen, ...] = ()
     import_root: Path | None = None
     matches: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    stdin: str | None = None
 
     def expectation(self, python: tuple[int, int], sharing_strategy: str) -> tuple[dict[str, str], dict[str, str]]:
         """``(expect, expect_kind)`` on a runner with this ``python`` (major, minor) and torch
@@ -289,6 +292,7 @@ def _read_case(path: Path, root: Path, module: str, import_root: Path | None = N
         fix=case.get("fix"),
         sources=tuple(case["sources"]),
         script=is_script,
+        stdin=case.get("stdin"),
         requires=tuple(case.get("requires", ())),
         timeout_s=case.get("timeout_s"),
         expect_when=tuple(ExpectWhen(**e) for e in case.get("expect_when", ())),

@@ -32,6 +32,7 @@ from harness._escape import terminal
 from harness._options import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, resolve_start_method
 from harness._policy import PROFILES
 from harness.catalogue.discover import Case, default_catalogue_dir
+from harness.catalogue.literal import declared_stdin
 from harness.classify.classifier import Verdict, classify
 from harness.classify.outcomes import METHODS, outcome_label
 from harness.errors import Interrupted, UsageError
@@ -294,7 +295,7 @@ def _script_case(path: Path) -> Case:
     abspath = path.resolve()
     return Case(id="reproduce", family="user-script", title=abspath.name, why="",
                 expect=dict.fromkeys(METHODS, "pass"), sources=(), module=abspath.stem, path=abspath,
-                root=abspath.parent, script=True)
+                root=abspath.parent, script=True, stdin=declared_stdin(abspath))
 
 
 def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,

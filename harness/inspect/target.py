@@ -34,8 +34,6 @@ def quiet(_: str) -> None:
     """A :data:`Progress` that says nothing."""
 
 
-
-
 def _import_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)

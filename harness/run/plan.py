@@ -71,9 +71,9 @@ class CellSpec:
     def to_child(self) -> dict[str, Any]:
         """The :class:`~harness.child.request.CellRequest` the cell process reads, as JSON.
 
-        A script case's ``"stdin"`` mode is read from its file here (the cell reads no ``CASE``).
+        A script case's ``"stdin"`` mode comes from its ``CASE``, read once at discovery (the
+        cell reads no ``CASE``).
         """
-        from harness.catalogue.literal import declared_stdin
         from harness.child.request import CellRequest
 
         return CellRequest(
@@ -84,7 +84,7 @@ class CellSpec:
             method=self.method,
             num_workers=self.num_workers,
             require_check=True,
-            stdin=declared_stdin(self.case.path) if self.case.script else None,
+            stdin=self.case.stdin if self.case.script else None,
         ).as_json()
 
 
