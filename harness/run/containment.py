@@ -184,6 +184,22 @@ def watchdog_cpu_s() -> float:
     return t.user + t.system
 
 
+def _descendants(proc: psutil.Process) -> list[psutil.Process]:
+    """Every descendant of ``proc``: from ``/proc/PID/task/*/children`` where the kernel has
+    it (microseconds), else psutil's scan of every process on the machine."""
+    found: list[psutil.Process] = []
+    todo = [proc.pid]
+    while todo:
+        kids = linux_children(todo.pop())
+        if kids is None:
+            return list(proc.children(recursive=True))
+        for kid in kids:
+            with contextlib.suppress(psutil.Error):
+                found.append(psutil.Process(kid))
+                todo.append(kid)
+    return found
+
+
 def reap_orphans() -> list[int]:
     """Kill this process's adopted orphans: children that carry the token but were not
     started and tracked by it (Linux subreaper adoptions; see the module doc).
@@ -198,9 +214,10 @@ def reap_orphans() -> list[int]:
         tok = _STATE.token
     watchdog = _STATE.proc.pid if _STATE.proc is not None else None
     killed = []
-    # This process's children from /proc/self/task/*/children where the kernel has it (one
-    # small read per thread), not psutil's scan of every process on the machine.
-    kids = linux_children(os.getpid())
+    # This process's children from /proc/PID/task/PID/children where the kernel has it, not
+    # psutil's scan of every process on the machine. An orphan is re-parented to the
+    # subreaper's first live thread (kernel/exit.c, find_new_reaper), the main thread here.
+    kids = linux_children(os.getpid(), main_thread_only=True)
     try:
         children = psutil.Process().children() if kids is None else [psutil.Process(k) for k in kids
                                                                     if k not in mine and k != watchdog]
@@ -212,7 +229,7 @@ def reap_orphans() -> list[int]:
         try:
             if child.status() == psutil.STATUS_ZOMBIE or child.environ().get(TOKEN_ENV) != tok:
                 continue
-            victims = [child, *child.children(recursive=True)]
+            victims = [child, *_descendants(child)]
         except psutil.Error:
             continue
         for proc in victims:

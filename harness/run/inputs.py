@@ -75,6 +75,7 @@ class InputHasher:
     def __init__(self, runner: Mapping[str, Any]) -> None:
         self._files: dict[Path, str] = {}
         self._closure: dict[Path, tuple[Path, ...]] = {}
+        self._case_hashes: dict[Path, dict[str, str]] = {}  # case file -> its files' hashes
         keep = ("python", "python_implementation", "torch", "os", "arch", "profile")
         self._base = {
             "harness": __version__,
@@ -144,8 +145,11 @@ class InputHasher:
 
     def cell(self, case: Case, method: str, num_workers: int, timeout_s: float) -> str:
         """The input hash (64 hex digits) of one cell of ``case``."""
-        files = {str(p.relative_to(case.root)) if p.is_relative_to(case.root) else str(p): self._file_hash(p)
-                 for p in self.case_files(case)}
+        files = self._case_hashes.get(case.path)
+        if files is None:
+            files = self._case_hashes[case.path] = {
+                str(p.relative_to(case.root)) if p.is_relative_to(case.root) else str(p): self._file_hash(p)
+                for p in self.case_files(case)}
         doc = {**self._base, "files": files, "method": method, "num_workers": num_workers,
                "timeout_s": timeout_s, "case": case.id}
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

@@ -41,6 +41,8 @@ from harness.run.warm import Template, TemplateError
 __all__ = ["CellRun", "KILL_WAIT_S", "STDERR_READ_BYTES", "Slot", "kill_live_cells", "launch_cell"]
 
 SAMPLE_INTERVAL_S = 0.05  # memory samples and timeout checks; an exit wakes the watcher at once
+#: Seconds between two timeout and idle checks where the sampler has its own thread.
+WATCH_INTERVAL_S = 0.25
 KILL_WAIT_S = 10.0  # seconds to wait for a killed cell to be reaped
 IDLE_CHECK_S = 0.5  # how often a running cell's CPU use is checked
 IDLE_AFTER_S = 1.0  # a cell this long under IDLE_CPU_FRACTION of a core gives its permit back
@@ -227,9 +229,7 @@ class _Workdir:
         with _LIVE_LOCK:
             _LIVE_DIRS.add(work.path)
         track_dir(work.path)
-        work.stdout.touch()
-        work.stderr.touch()
-        work.peaks.mkdir()
+        work.peaks.mkdir()  # stdout and stderr are created as the cell starts
         return work
 
     def remove(self) -> None:
@@ -270,10 +270,11 @@ def _watch(child: CellProcess, sampler: TreeSampler, spec: CellSpec, t0: float,
     """Wait for the cell to end, sampling it where the sampler has no thread of its own and
     handing its permit on once it is idle; kill its tree at the timeout. True if it timed out."""
     self_sampling = getattr(sampler, "_thread", None) is not None
+    every = WATCH_INTERVAL_S if self_sampling else SAMPLE_INTERVAL_S
     idle = _IdleWatch(t0) if slot is not None else None
     deadline = t0 + spec.timeout_s
     while True:
-        if child.wait(min(SAMPLE_INTERVAL_S, max(0.0, deadline - time.monotonic()))):
+        if child.wait(min(every, max(0.0, deadline - time.monotonic()))):
             return False
         now = time.monotonic()
         if now >= deadline:

@@ -381,14 +381,14 @@ class _Cells:
         self.progress = Progress(total=len(state.specs), expected_s=list(state.expected.values()),
                                  done=len(state.records), jobs=state.jobs)
 
-    def save(self, finished: bool,
-             finalize: Callable[[list[dict[str, Any]]], None] | None = None) -> list[dict[str, Any]] | None:
+    def save(self, finished: bool, finalize: Callable[[list[dict[str, Any]]], None] | None = None,
+             compact: bool = False) -> list[dict[str, Any]] | None:
         """Merge this run's records into the shard on disk; ``None`` if it could not be written
         (said once per distinct error)."""
         with self.lock:
             mine = list(self.state.records)
         try:
-            merged = self.writer.save(mine, finished=finished, finalize=finalize)
+            merged = self.writer.save(mine, finished=finished, finalize=finalize, compact=compact)
         except SaveError as exc:
             if str(exc) not in self.save_failed:
                 self.save_failed.append(str(exc))
@@ -408,7 +408,7 @@ class _Cells:
             self.state.records.append(rec)
         self.progress.advance(rec, self.state.expected[key])
         if time.monotonic() - self.last_save >= SAVE_EVERY_S:
-            self.save(finished=False)
+            self.save(finished=False, compact=True)
 
     def interrupt(self, signum: int, frame: object) -> None:
         """Signal handler: the first signal stops the run; more signals while it cleans up (a

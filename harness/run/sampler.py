@@ -28,6 +28,14 @@ and one USS reading), and :meth:`TreeSampler.absorb` merges the reports
 from processes older than :data:`REPORTED_USS_AFTER_S` (every
 :data:`REPORTED_USS_INTERVAL_S`): the fallback for a worker that dies by a signal (a crash, a
 hang killed at the timeout), which cannot report.
+
+With reports the sampler no longer has to catch short workers itself, so it samples every
+:data:`REPORTED_INTERVAL_S` (:data:`REPORTED_SETTLED_INTERVAL_S` once the tree is settled)
+and reads the kernel's high-water mark (``VmHWM``) rather than the current RSS: exact up to
+the last sample, where an RSS reading could miss a peak between two samples. A worker killed
+by a signal soon after it started is covered by its parent, which notes its ``ru_maxrss``
+as it reaps it (``reaped-PID``), and whatever is still alive when the cell ends is read once
+more before it is killed (:meth:`TreeSampler.stop`).
 """
 
 from __future__ import annotations
@@ -85,15 +93,31 @@ ALL_THREADS_EVERY = 5
 EXEC_WINDOW_S = 2.0
 #: With self-reported peaks, the sampler reads a process's USS only once it is this old (a
 #: worker that lives longer may yet die by a signal and never report).
-REPORTED_USS_AFTER_S = 1.0
+REPORTED_USS_AFTER_S = 3.0
 #: Seconds between two such readings of one armed process.
 REPORTED_USS_INTERVAL_S = 5.0
 #: Seconds a process that has not armed its report yet is left unread: a forked child arms at
 #: once, a spawn child once its interpreter has started (tens of ms); before that it is a copy
 #: of its parent or a bare interpreter, and reading it would be wasted.
 ARM_GRACE_S = 0.1
+#: With self-reported peaks: seconds between two samples while the tree changes, and once it
+#: has been settled for :data:`SETTLED_S`. The reports and the reaping parents give every
+#: Python process's exact peak; sampling finds the processes to kill and covers what dies
+#: by a signal with no parent left to reap it.
+REPORTED_INTERVAL_S = 0.5
+REPORTED_SETTLED_INTERVAL_S = 1.0
 #: The environment variable naming the folder a cell's processes report their peaks to.
 PEAKS_ENV = "HARNESS_CELL_PEAKS"
+
+
+def _read_small(path: str) -> bytes:
+    """One read of a small /proc file (one ``open``, ``read`` and ``close``: no buffering, no
+    size probe). Raises OSError as ``open`` does."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 65536)
+    finally:
+        os.close(fd)
 
 
 def linux_children(pid: int, main_thread_only: bool = False) -> list[int] | None:
@@ -114,8 +138,7 @@ def linux_children(pid: int, main_thread_only: bool = False) -> list[int] | None
     out: list[int] = []
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
-                out.extend(int(x) for x in f.read().split())
+            out.extend(int(x) for x in _read_small(f"/proc/{pid}/task/{tid}/children").split())
         except FileNotFoundError:
             if not os.path.exists(f"/proc/{pid}/task/{tid}"):
                 continue  # the thread ended between listdir and open
@@ -131,7 +154,7 @@ _FAST_CHILDREN = sys.platform.startswith("linux") and linux_children(os.getpid()
 class _Seen:
     """Peaks of one process, restarted when its command line changes (it exec'd)."""
 
-    __slots__ = ("cmd", "rss", "uss", "uss_at", "born", "helper", "reported", "armed")
+    __slots__ = ("cmd", "rss", "uss", "uss_at", "born", "helper", "reported", "armed", "cell_like")
 
     def __init__(self, cmd: str, direct: bool, now: float) -> None:
         self.cmd = cmd
@@ -144,6 +167,9 @@ class _Seen:
         # Only the cell's own children can be helpers: forkserver workers are forked by the
         # server and keep its command line.
         self.helper = direct and _HELPER_COMMAND.search(cmd) is not None
+        # Shows the cell process's own command line: a forked child, or a child caught
+        # between its fork and its exec (see TreeSampler._counts).
+        self.cell_like = False
 
 
 class TreeSampler:
@@ -194,6 +220,7 @@ class TreeSampler:
         self._stop = threading.Event()
         self._last_pids: frozenset[int] = frozenset()
         self._samples = 0
+        self._cell_cmd: str | None = None
         self._changed_at = self._started
         try:
             self._proc: psutil.Process | None = psutil.Process(pid)
@@ -216,9 +243,23 @@ class TreeSampler:
         with self._lock:
             return dict(self._procs)
 
+    def _counts(self, seen: _Seen) -> bool:
+        """Whether a process is a worker: not a helper, and seen with memory or reported.
+
+        With reports, a process that showed only the cell's own command line and never left a
+        marker, report or reaping note was a child caught between its fork and its exec (a
+        helper or a spawn worker about to exec, which arms after it); every Python child of a
+        cell arms at its start, so it is not counted on that glimpse alone.
+        """
+        if seen.helper:
+            return False
+        if seen.reported:
+            return True
+        return seen.rss > 0 and not (self.peaks is not None and seen.cell_like)
+
     def _workers(self) -> list[_Seen]:
         with self._lock:
-            return [s for pid, s in self._seen.items() if not s.helper and (s.rss > 0 or s.reported)]
+            return [s for s in self._seen.values() if self._counts(s)]
 
     @property
     def worker_peak_rss(self) -> int:
@@ -231,15 +272,29 @@ class TreeSampler:
     @property
     def workers_seen(self) -> set[int]:
         with self._lock:
-            return {pid for pid, s in self._seen.items() if not s.helper and (s.rss > 0 or s.reported)}
+            return {pid for pid, s in self._seen.items() if self._counts(s)}
 
     # -- sampling --------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop the background thread (idempotent); the peaks stay readable."""
+        """Stop the background thread (idempotent), then read once more the peak (and, with
+        reports, the USS) of every process of the tree still alive, which is about to be
+        killed and will not report; the peaks stay readable."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=1.0)
+        self.sample()
+        if self.peaks is None:
+            return
+        with self._lock:
+            now = time.monotonic()
+            for pid, proc in list(self._procs.items()):
+                if pid == self.cell_pid or pid not in self._seen or not proc.is_running():
+                    continue
+                self._sample_one(pid, proc, False, now)
+                seen = self._seen.get(pid)
+                if seen is not None and not seen.helper:
+                    self._read_uss(seen, proc, now)
 
     def _descendants(self) -> list[tuple[int, bool]] | None:
         """``(pid, is a direct child)`` for every descendant of the cell; ``None`` if it is gone."""
@@ -277,7 +332,7 @@ class TreeSampler:
         with self._lock:
             self._see_through_launcher()
             try:
-                rss = self._proc.memory_info().rss
+                rss = self._peak_rss(self.cell_pid, self._proc)
             except psutil.Error:
                 return False
             if rss:
@@ -305,10 +360,13 @@ class TreeSampler:
         process appeared or ended in the last :data:`BUSY_S` seconds, or the cell is that
         young) and until the cell's first descendant appears (at most
         :data:`FIRST_CHILD_WAIT_S`), :data:`SETTLED_INTERVAL_S` once it has not changed for :data:`SETTLED_S`,
-        else :data:`SLOW_INTERVAL_S`."""
+        else :data:`SLOW_INTERVAL_S`. With self-reported peaks :data:`REPORTED_INTERVAL_S`,
+        and :data:`REPORTED_SETTLED_INTERVAL_S` once settled."""
+        calm = now - self._changed_at
+        if self.peaks is not None:
+            return REPORTED_INTERVAL_S if calm < SETTLED_S else REPORTED_SETTLED_INTERVAL_S
         if not self._seen and now - self._started < FIRST_CHILD_WAIT_S:
             return FAST_INTERVAL_S  # the first workers may come only after the case's imports
-        calm = now - self._changed_at
         return FAST_INTERVAL_S if calm < BUSY_S else SLOW_INTERVAL_S if calm < SETTLED_S else SETTLED_INTERVAL_S
 
     def _see_through_launcher(self) -> None:
@@ -326,7 +384,7 @@ class TreeSampler:
             self._launcher_checked = True  # a launcher starts its interpreter at once
             return
         # The direct children, cheaply: this runs on every sample until decided.
-        kid_pids = linux_children(self.pid) if _FAST_CHILDREN else None
+        kid_pids = linux_children(self.pid, main_thread_only=True) if _FAST_CHILDREN else None
         try:
             if kid_pids is None:
                 kids = self._proc.children(recursive=False)
@@ -355,30 +413,61 @@ class TreeSampler:
         self._proc = child
         self.parent_peak_rss = 0
 
+    def _peak_rss(self, pid: int, proc: psutil.Process) -> int:
+        """Bytes: with reports the kernel's high-water mark (``VmHWM``, ``proc(5)``), else
+        the current RSS; 0 for a zombie. Raises psutil.Error when the process is gone."""
+        if self.peaks is None:
+            return proc.memory_info().rss
+        try:
+            status = _read_small(f"/proc/{pid}/status")
+            at = status.find(b"\nVmHWM:")
+            if at >= 0:
+                return int(status[at + 7:status.index(b"\n", at + 1)].split()[0]) * 1024
+        except (FileNotFoundError, ProcessLookupError):
+            raise psutil.NoSuchProcess(pid) from None
+        except (OSError, ValueError):
+            return proc.memory_info().rss
+        return 0  # a zombie or a kernel thread has no memory of its own
+
+    def _cell_command(self) -> str:
+        """The cell process's command line, read once (a warm cell keeps its template's)."""
+        if self._cell_cmd is None:
+            try:
+                self._cell_cmd = " ".join(self._proc.cmdline()) if self._proc is not None else ""
+            except psutil.Error:
+                self._cell_cmd = ""
+        return self._cell_cmd
+
     def _sample_one(self, pid: int, proc: psutil.Process, direct: bool, now: float) -> None:
         seen = self._seen.get(pid)
         try:
             # A spawn child execs right after its fork: its command line is read while it is
-            # young, then taken as settled.
-            cmd = " ".join(proc.cmdline()) if seen is None or now - seen.born < EXEC_WINDOW_S else seen.cmd
-            rss = proc.memory_info().rss
+            # young (with reports: while it still shows the cell's), then taken as settled.
+            young = seen is None or (now - seen.born < EXEC_WINDOW_S and (self.peaks is None or seen.cell_like))
+            cmd = " ".join(proc.cmdline()) if young or seen is None else seen.cmd
+            rss = self._peak_rss(pid, proc)
         except psutil.Error:
             return
         if rss == 0:  # a zombie (already exited, not yet reaped) or a kernel thread
             return
         if seen is None or (seen.cmd != cmd and not seen.helper):
             seen = self._seen[pid] = _Seen(cmd, direct, now)
+            seen.cell_like = self.peaks is not None and cmd == self._cell_command()
         if seen.helper:
             return
         seen.rss = max(seen.rss, rss)
         if not seen.armed and self.peaks is not None:
             seen.armed = os.path.exists(self.peaks / f"armed-{pid}")
         if self._uss_due(seen, now, seen.armed if self.peaks is not None else None):
-            seen.uss_at = now
-            try:
-                seen.uss = max(seen.uss, getattr(proc.memory_full_info(), "uss", 0))
-            except (psutil.Error, OSError):
-                pass
+            self._read_uss(seen, proc, now)
+
+    @staticmethod
+    def _read_uss(seen: _Seen, proc: psutil.Process, now: float) -> None:
+        seen.uss_at = now
+        try:
+            seen.uss = max(seen.uss, getattr(proc.memory_full_info(), "uss", 0))
+        except (psutil.Error, OSError):
+            pass
 
     @staticmethod
     def _uss_due(seen: _Seen, now: float, armed: bool | None = None) -> bool:
@@ -409,21 +498,24 @@ class TreeSampler:
     def absorb(self, reports: dict[int, PeakReport]) -> None:
         """Merge what the cell's processes reported themselves (:func:`read_peak_reports`).
 
-        The cell process's report raises :attr:`parent_peak_rss`; a report of a direct child
-        that is one of multiprocessing's helpers is ignored; every other process is a worker,
-        counted even when it lived too briefly to be sampled, with its peak RSS (``VmHWM``,
-        the exact high-water mark) and USS taken as the larger of reported and sampled. A
-        process that only left its birth marker (it died before it could report) counts as
-        seen, with what was sampled of it.
+        The cell process's report raises :attr:`parent_peak_rss`; a direct child that says it
+        is one of multiprocessing's helpers is not a worker, even where it was sampled before
+        its exec showed it; every other process is a worker, counted even when it lived too
+        briefly to be sampled, with its peak RSS (``VmHWM``, the exact high-water mark, or the
+        ``ru_maxrss`` its parent noted as it reaped it) and USS taken as the larger of
+        reported and sampled. A process that only left its birth marker (it died before it
+        could report, and nothing reaped it) counts as seen, with what was sampled of it.
         """
         with self._lock:
             for pid, rep in self._in_tree(reports).items():
                 if pid == self.cell_pid:
                     self.parent_peak_rss = max(self.parent_peak_rss, rep.peak_rss)
                     continue
-                if rep.helper and rep.ppid == self.cell_pid:
-                    continue
                 seen = self._seen.get(pid)
+                if rep.helper and rep.ppid == self.cell_pid:
+                    if seen is not None:
+                        seen.helper = True
+                    continue
                 if seen is None:
                     seen = self._seen[pid] = _Seen("", False, self._started)
                 elif seen.helper:
@@ -471,13 +563,14 @@ _REPORT_LOCK = threading.Lock()
 
 
 def _fields(path: Path) -> list[bytes]:
-    with open(path, "rb") as f:
-        return f.read(256).split()
+    return _read_small(str(path))[:256].split()
 
 
 def read_peak_reports(folder: Path) -> dict[int, PeakReport]:
-    """What a cell's processes left in ``folder``, by pid: their exit reports (``peak-PID``)
-    and, for those that never reported, their start markers (``armed-PID``). Unreadable or
+    """What a cell's processes left in ``folder``, by pid: their exit reports (``peak-PID``);
+    for those that never reported, what their parent noted as it reaped them
+    (``reaped-PID``: ``ru_maxrss``), the USS a process of the cell read just before it killed
+    them (``uss-PID``) and their start markers (``armed-PID``). Unreadable or
     malformed files (a process killed while writing) are skipped. The reports' ``cost_s``
     is added to :func:`peak_report_cpu_s`."""
     out: dict[int, PeakReport] = {}
@@ -487,6 +580,8 @@ def read_peak_reports(folder: Path) -> dict[int, PeakReport]:
         return out
     cost = 0.0
     armed: dict[int, tuple[int, bool]] = {}  # pid -> (parent at its start, helper)
+    reaped: dict[int, tuple[int, int]] = {}  # pid -> (ru_maxrss bytes, the parent that reaped it)
+    killed: dict[int, int] = {}  # pid -> USS bytes read just before a process of the cell killed it
     for name in names:
         kind, _, pid_text = name.partition("-")
         try:
@@ -498,12 +593,22 @@ def read_peak_reports(folder: Path) -> dict[int, PeakReport]:
             elif kind == "armed":
                 parent, flag = _fields(folder / name)
                 armed[pid] = (int(parent), flag == b"1")
+            elif kind == "reaped":
+                rss_text, reaper_text = _fields(folder / name)
+                reaped[pid] = (int(rss_text), int(reaper_text))
+            elif kind == "uss":
+                (uss_text,) = _fields(folder / name)
+                killed[pid] = int(uss_text)
         except (OSError, ValueError):
             continue
+    for pid, (maxrss, reaper) in reaped.items():
+        if pid not in out:
+            out[pid] = PeakReport(reaper, maxrss, 0, 0.0, False)
     for pid, (born_of, is_helper) in armed.items():
         rep = out.setdefault(pid, PeakReport(born_of, 0, 0, 0.0, is_helper))
         # The parent at its start: a process whose parent ended first is re-parented.
         rep.ppid, rep.helper = born_of, is_helper
+        rep.uss = max(rep.uss, killed.get(pid, 0))
     with _REPORT_LOCK:
         _REPORT_CPU[0] += cost
     return out
@@ -519,13 +624,30 @@ def peak_report_cpu_s() -> float:
 def _sample_loop(ref: weakref.ref[TreeSampler], stop: threading.Event) -> None:
     """Background sampling until stopped, the cell is gone, or the sampler is collected; at
     :data:`FAST_INTERVAL_S` while the tree changes, else :data:`SLOW_INTERVAL_S`."""
-    interval = FAST_INTERVAL_S
+    first = ref()
+    interval = first.interval(time.monotonic()) if first is not None else FAST_INTERVAL_S
+    del first
     while not stop.wait(interval):
         sampler = ref()
         if sampler is None or not sampler.sample():
             return
         interval = sampler.interval(time.monotonic())
         del sampler
+
+
+def _any_exists(pid: int, known: Iterable[psutil.Process]) -> bool:
+    """Whether ``pid`` or any of ``known`` may still exist, zombies included (POSIX
+    ``kill(pid, 0)``, one system call each; a recycled pid answers yes, and is then checked
+    properly). Not on Windows, where ``os.kill`` with 0 terminates the process."""
+    for p in (pid, *(k.pid for k in known)):
+        try:
+            os.kill(p, 0)
+        except ProcessLookupError:
+            continue
+        except OSError:
+            return True  # exists, another user's: let psutil decide
+        return True
+    return False
 
 
 def kill_tree(pid: int, known: Iterable[psutil.Process] = (), timeout: float = 5.0) -> list[int]:
@@ -539,6 +661,9 @@ def kill_tree(pid: int, known: Iterable[psutil.Process] = (), timeout: float = 5
     Returns:
         pids still alive after ``timeout`` (normally empty).
     """
+    known = list(known)
+    if sys.platform != "win32" and not _any_exists(pid, known):
+        return []  # everything already ended and was reaped (the usual end of a cell)
     victims: dict[int, psutil.Process] = {}
     try:
         root = psutil.Process(pid)

@@ -130,11 +130,16 @@ def shard_filename(runner: Runner) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]", "_", runner["id"]) + ".json"
 
 
-def write_json_atomic(path: Path, data: Mapping[str, object]) -> None:
-    """Write ``data`` as JSON to ``path`` through a temp file and a rename."""
+def write_json_atomic(path: Path, data: Mapping[str, object], *, compact: bool = False) -> None:
+    """Write ``data`` as JSON to ``path`` through a temp file and a rename.
+
+    ``compact``: one line, no indentation (the partial shard a run writes every few seconds:
+    ``json`` encodes that in C, where an indented encoding runs in Python and costs about ten
+    times as much); the same data either way.
+    """
     # ASCII escapes round-trip any Python string, lone surrogates included (a non-UTF-8 file
     # name in a message); NaN and Infinity are not JSON.
-    text = json.dumps(data, indent=1, ensure_ascii=True, allow_nan=False) + "\n"
+    text = json.dumps(data, indent=None if compact else 1, ensure_ascii=True, allow_nan=False) + "\n"
     write_atomic(path, text.encode("ascii"))
 
 

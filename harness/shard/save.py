@@ -136,7 +136,7 @@ class ShardWriter:
         return results, table
 
     def save(self, mine: list[Record], *, finished: bool,
-             finalize: Callable[[list[Record]], None] | None = None) -> list[Record]:
+             finalize: Callable[[list[Record]], None] | None = None, compact: bool = False) -> list[Record]:
         """Merge ``mine`` with the shard on disk and write it, under the lock.
 
         Args:
@@ -144,6 +144,8 @@ class ShardWriter:
             finished: the run ran every cell it planned; ``complete`` may then be true.
             finalize: called with the merged records before they are written (marks broken
                 cases across this run's and earlier records).
+            compact: write the JSON on one line (a partial shard saved while cells finish;
+                see :func:`~harness.shard.format.write_json_atomic`).
 
         Returns:
             The merged records, as written.
@@ -160,7 +162,7 @@ class ShardWriter:
                 complete = finished and all((c, m) in have for c in table for m in METHODS)
                 data = {"schema_version": SCHEMA_VERSION, "complete": complete, "runner": self.runner,
                         "cases": table, "results": results}
-                write_json_atomic(self.path, data)
+                write_json_atomic(self.path, data, compact=compact)
                 self._seen = self._stat()
                 self._disk = data
                 return results

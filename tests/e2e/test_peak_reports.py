@@ -8,10 +8,12 @@ counts as a worker, and which exit paths must report, come from CPython's
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -37,17 +39,36 @@ SCRIPT = textwrap.dedent("""
             block[i] = 1
         KEPT.append(block)
 
+    def touch_and_wait(ready):
+        touch()
+        ready.release()
+        while True:  # until the parent kills it
+            pass
+
+    def touch_and_abort():
+        touch()
+        os.abort()  # SIGABRT: no finalizer, no atexit, no os.kill
+
     if __name__ == "__main__":
         method, mode = sys.argv[1], sys.argv[2]
-        target = touch
+        ctx = mp.get_context(method)
+        target, args = touch, ()
         if mode == "fail":
             def only_in_main():
                 pass
             target = only_in_main
-        ctx = mp.get_context(method)
-        procs = [ctx.Process(target=target) for _ in range(2)]
+        elif mode == "abort":
+            target = touch_and_abort
+        elif mode in ("terminate", "kill"):
+            target, args = touch_and_wait, (ctx.Semaphore(0),)
+        procs = [ctx.Process(target=target, args=args) for _ in range(2)]
         for p in procs:
             p.start()
+        if mode in ("terminate", "kill"):
+            for p in procs:  # each has touched its memory
+                args[0].acquire(timeout=60)
+            for p in procs:
+                getattr(p, mode)()  # Process.terminate() / kill(): SIGTERM / SIGKILL through os.kill
         for p in procs:
             p.join()
         print(os.getpid(), *[p.pid for p in procs], *[p.exitcode for p in procs])
@@ -94,6 +115,77 @@ def test_a_worker_that_dies_unpickling_its_target_still_reports(tmp_path, method
     assert codes == [1, 1]
     for pid in workers:
         assert reports[pid].peak_rss > 0 and reports[pid].uss > 0
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+@pytest.mark.parametrize("mode", ["terminate", "kill"])
+def test_a_worker_its_parent_kills_is_measured_before_the_kill_and_as_it_is_reaped(tmp_path, method, mode):
+    # No report of its own: its parent reads its USS just before the signal (uss-PID) and its
+    # ru_maxrss as it reaps it (reaped-PID); the forkserver server reaps forkserver workers.
+    _, workers, codes, reports = _run(tmp_path, method, mode)
+    signum = 15 if mode == "terminate" else 9
+    assert codes == [-signum, -signum]
+    peaks = tmp_path / "peaks"
+    for pid in workers:
+        assert not (peaks / f"peak-{pid}").exists(), "a killed worker cannot report itself"
+        assert (peaks / f"reaped-{pid}").exists() and (peaks / f"uss-{pid}").exists()
+        assert reports[pid].uss >= 32 << 20, f"USS {reports[pid].uss} below the 32 MiB it touched"
+        assert reports[pid].peak_rss >= 32 << 20
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_a_worker_that_aborts_has_its_peak_rss_from_its_reaping_parent(tmp_path, method):
+    _, workers, codes, reports = _run(tmp_path, method, "abort")
+    assert codes == [-6, -6]  # SIGABRT
+    for pid in workers:
+        assert (tmp_path / "peaks" / f"reaped-{pid}").exists()
+        assert reports[pid].peak_rss >= 32 << 20, "ru_maxrss covers the 32 MiB it touched"
+        assert reports[pid].uss == 0, "nobody could read the USS of a process that killed itself"
+
+
+@contextlib.contextmanager
+def _sampled_fork_child(peaks):
+    """A real process with one forked child, sampled until the child is seen (it shows its
+    parent's command line, as a child between fork and exec does); yields the sampler and
+    the child's pid, then kills both."""
+    code = "import os, time\nif os.fork() == 0:\n    time.sleep(30)\n    os._exit(0)\ntime.sleep(30)\n"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    sampler = TreeSampler(proc.pid, background=False, peaks=peaks)
+    try:
+        for _ in range(500):
+            sampler.sample()
+            if len(sampler.procs) > 1:
+                break
+            time.sleep(0.01)
+        (child,) = (pid for pid in sampler.procs if pid != proc.pid)
+        yield sampler, child
+    finally:
+        for pid in list(sampler.procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        proc.wait()
+
+
+def test_a_child_seen_only_with_the_cells_command_line_counts_once_it_arms(tmp_path):
+    # Every Python child of a cell arms at its start, so one seen only with the cell's command
+    # line that never armed was a glimpse between fork and exec; a marker makes it a worker.
+    peaks = tmp_path / "peaks"
+    peaks.mkdir()
+    with _sampled_fork_child(peaks) as (sampler, child):
+        assert sampler.workers_seen == set()
+        (peaks / f"armed-{child}").write_text(f"{sampler.pid} 0\n")
+        sampler.absorb(read_peak_reports(peaks))
+        assert sampler.workers_seen == {child}
+        assert sampler.worker_peak_rss > 0, "sampled while it lived"
+
+
+def test_a_direct_child_that_arms_as_a_helper_is_no_worker_though_sampled_before(tmp_path):
+    peaks = tmp_path / "peaks"
+    peaks.mkdir()
+    with _sampled_fork_child(peaks) as (sampler, child):
+        (peaks / f"armed-{child}").write_text(f"{sampler.pid} 1\n")  # the resource tracker, say
+        sampler.absorb(read_peak_reports(peaks))
+        assert sampler.workers_seen == set()
 
 
 def test_without_the_variable_nothing_is_written(tmp_path):

@@ -26,6 +26,21 @@ When a process reports:
   run as ``python -``): :mod:`atexit`, which the warm template's cells also run before
   ``os._exit``.
 
+A worker killed by a signal cannot report (a crash, ``os._exit`` in a worker, a kill by its
+parent). Its parent still learns its peak when it reaps it: ``wait4(2)`` returns the child's
+``ru_maxrss`` (``getrusage(2)``: the largest resident set of the child and of the children it
+waited for, in KiB on Linux). So :func:`install` also replaces ``os.waitpid`` with the same
+call through ``os.wait4``: multiprocessing reaps its workers with ``os.waitpid``
+(``popen_fork.Popen.poll`` in the cell, ``forkserver.main`` in the forkserver server). A child
+reaped without a report of its own leaves ``reaped-PID`` (``MAXRSS_BYTES REAPER_PID``). Only that call
+changes; what it returns and raises is the same.
+
+A worker killed by a signal leaves no USS of its own either. When a process of the cell sends
+``SIGTERM`` or ``SIGKILL`` through ``os.kill`` (``Process.terminate()`` and ``kill()``, which
+``Pool.terminate()`` and the DataLoader's shutdown use, and a case's own ``os.kill``), the
+replaced ``os.kill`` first reads the target's USS, if it is a process of the cell that has not
+reported (``uss-PID``: ``USS_BYTES``), or reports at once when the target is itself.
+
 A process reports at most once. ``HARNESS_CELL_PEAKS`` names the folder the reports go to,
 one file ``peak-PID`` each, one line of space-separated fields::
 
@@ -114,10 +129,10 @@ def _status_bytes(field: bytes) -> int:
     return 0
 
 
-def _uss_bytes() -> int:
+def _uss_bytes(pid: int | str = "self") -> int:
     """Private memory: ``Private_Clean + Private_Dirty + Private_Hugetlb`` (psutil's USS)."""
     total = 0
-    with open("/proc/self/smaps_rollup", "rb") as f:
+    with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
         for line in f:
             if line.startswith(b"Private_"):
                 total += int(line.split()[1]) * 1024
@@ -208,6 +223,51 @@ def _after_fork_in_child() -> None:
             pass
 
 
+def _note_reaped(pid: int, maxrss_kib: int) -> None:
+    """Leave ``reaped-PID`` for a child of a cell reaped without its own ``peak-PID``."""
+    try:
+        folder = os.environ.get(ENV_DIR)
+        if folder and pid > 0 and not os.path.exists(os.path.join(folder, f"peak-{pid}")):
+            _write(f"reaped-{pid}", f"{maxrss_kib * 1024} {os.getpid()}\n")
+    except BaseException:  # noqa: BLE001, S110 - never change what the caller sees
+        pass
+
+
+def _waitpid(pid: int, options: int, /) -> tuple[int, int]:
+    """``os.waitpid`` through ``os.wait4``, noting a reaped child's peak (see the module doc)."""
+    got, status, usage = os.wait4(pid, options)
+    if got > 0:
+        _note_reaped(got, usage.ru_maxrss)
+    return got, status
+
+
+#: Linux's numbers for SIGKILL and SIGTERM (``signal(7)``; ``signal`` is not imported here).
+_FATAL_SIGNALS = (9, 15)
+_original_kill = os.kill
+
+
+def _note_killed(pid: int) -> None:
+    """Before a fatal signal to ``pid``: its USS (``uss-PID``) if it is an unreported process
+    of this cell, or this process's own report."""
+    try:
+        if pid == os.getpid():
+            report()
+            return
+        folder = os.environ.get(ENV_DIR)
+        if (folder and pid > 0 and os.path.exists(os.path.join(folder, f"armed-{pid}"))
+                and not os.path.exists(os.path.join(folder, f"peak-{pid}"))):
+            _write(f"uss-{pid}", f"{_uss_bytes(pid)}\n")
+    except BaseException:  # noqa: BLE001, S110 - never change what the caller sees
+        pass
+
+
+def _kill(pid: int, sig: int, /) -> None:
+    """``os.kill``, reading a cell process's USS before it is killed (see the module doc)."""
+    if sig in _FATAL_SIGNALS:
+        _note_killed(pid)
+    _original_kill(pid, sig)
+
+
 def install() -> None:
     """Arm the reports in this process and, through fork, in its descendants (idempotent).
 
@@ -223,6 +283,9 @@ def install() -> None:
     _forkserver = _is_helper() and "multiprocessing.forkserver" in " ".join(getattr(sys, "orig_argv", sys.argv))
     mark(forked=False)
     atexit.register(report)
+    if hasattr(os, "wait4"):
+        os.waitpid = _waitpid
+    os.kill = _kill
     _arm_multiprocessing()
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_after_fork_in_child)
