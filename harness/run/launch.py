@@ -44,7 +44,7 @@ SAMPLE_INTERVAL_S = 0.05  # memory samples and timeout checks; an exit wakes the
 #: Seconds between two timeout and idle checks where the sampler has its own thread.
 WATCH_INTERVAL_S = 0.25
 KILL_WAIT_S = 10.0  # seconds to wait for a killed cell to be reaped
-IDLE_CHECK_S = 0.5  # how often a running cell's CPU use is checked
+IDLE_CHECK_S = 1.0  # how often a running cell's CPU use is checked
 IDLE_AFTER_S = 1.0  # a cell this long under IDLE_CPU_FRACTION of a core gives its permit back
 IDLE_CPU_FRACTION = 0.05
 
@@ -146,7 +146,7 @@ class _IdleWatch:
         if now - self._mark < IDLE_CHECK_S:
             return False
         cpu: dict[int, float] = {}
-        for pid, proc in list(sampler.procs.items()):
+        for pid, proc in sampler.current.items():
             try:
                 t = proc.cpu_times()
             except psutil.Error:
@@ -274,10 +274,13 @@ def _watch(child: CellProcess, sampler: TreeSampler, spec: CellSpec, t0: float,
     idle = _IdleWatch(t0) if slot is not None else None
     deadline = t0 + spec.timeout_s
     while True:
+        if not self_sampling and sampler.peaks is not None:  # with reports: its own cadence
+            every = min(sampler.interval(time.monotonic()), IDLE_CHECK_S)
         if child.wait(min(every, max(0.0, deadline - time.monotonic()))):
             return False
         now = time.monotonic()
         if now >= deadline:
+            sampler.stop()  # the last reading of what is about to be killed
             kill_tree(child.pid, sampler.procs.values())
             child.wait(KILL_WAIT_S)
             return True
@@ -358,7 +361,8 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
             _warn_once(f"warm template failed ({exc}); cells start fresh interpreters from now on")
             continue
         track(child.pid)
-        sampler = TreeSampler(child.pid, peaks=work.peaks if SELF_REPORTED_PEAKS else None)
+        sampler = TreeSampler(child.pid, peaks=work.peaks if SELF_REPORTED_PEAKS else None,
+                              launcher=warm is None)
         if not _register(child.pid, sampler, stop):
             kill_tree(child.pid, sampler.procs.values())
         timed_out = _watch(child, sampler, spec, t0, slot)

@@ -37,7 +37,7 @@ __all__ = ["SAVE_EVERY_S", "RunOptions", "case_table", "resolve_timeout_scale", 
 
 #: Seconds between two writes of the partial shard while cells finish (plus one at the end
 #: and one on interrupt): rewriting hundreds of records after every cell costs seconds.
-SAVE_EVERY_S = 2.0
+SAVE_EVERY_S = 5.0
 
 
 def case_table(cases: list[Case]) -> dict[str, dict[str, Any]]:

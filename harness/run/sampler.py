@@ -24,18 +24,19 @@ cost about 8 % of a core per running cell; adaptively, under 2 %.
 Python process of a cell now reports its own peak when it ends (``harness/child/cellsite/
 _harness_cell_peaks.py``: ``VmHWM``, the kernel's exact high-water mark of its resident set,
 and one USS reading), and :meth:`TreeSampler.absorb` merges the reports
-(:func:`read_peak_reports`) into what was sampled. With reports the sampler reads USS only
-from processes older than :data:`REPORTED_USS_AFTER_S` (every
-:data:`REPORTED_USS_INTERVAL_S`): the fallback for a worker that dies by a signal (a crash, a
-hang killed at the timeout), which cannot report.
+(:func:`read_peak_reports`) into what was sampled.
+
+A worker that dies by a signal cannot report. Its parent notes its ``ru_maxrss`` as it reaps
+it (``reaped-PID``); a process of the cell that kills it through ``os.kill`` first reads its
+USS (``uss-PID``); whatever is still alive when the cell ends or times out is read once more,
+USS included, before the harness kills it (:meth:`TreeSampler.stop`). Only a worker that kills
+itself (a crash, ``os.abort()``) is left without a USS. So with reports the sampler reads USS
+only from processes that never armed (not Python, or not yet started).
 
 With reports the sampler no longer has to catch short workers itself, so it samples every
-:data:`REPORTED_INTERVAL_S` (:data:`REPORTED_SETTLED_INTERVAL_S` once the tree is settled)
-and reads the kernel's high-water mark (``VmHWM``) rather than the current RSS: exact up to
+:data:`REPORTED_INTERVAL_S`, on the thread that watches the cell (no thread of its own), and
+reads the kernel's high-water mark (``VmHWM``) rather than the current RSS: exact up to
 the last sample, where an RSS reading could miss a peak between two samples. A worker killed
-by a signal soon after it started is covered by its parent, which notes its ``ru_maxrss``
-as it reaps it (``reaped-PID``), and whatever is still alive when the cell ends is read once
-more before it is killed (:meth:`TreeSampler.stop`).
 """
 
 from __future__ import annotations
@@ -91,21 +92,14 @@ FAST_USS_S = 0.04
 ALL_THREADS_EVERY = 5
 #: Seconds after a process is first seen during which its command line is re-read (an exec).
 EXEC_WINDOW_S = 2.0
-#: With self-reported peaks, the sampler reads a process's USS only once it is this old (a
-#: worker that lives longer may yet die by a signal and never report).
-REPORTED_USS_AFTER_S = 3.0
-#: Seconds between two such readings of one armed process.
-REPORTED_USS_INTERVAL_S = 5.0
 #: Seconds a process that has not armed its report yet is left unread: a forked child arms at
 #: once, a spawn child once its interpreter has started (tens of ms); before that it is a copy
 #: of its parent or a bare interpreter, and reading it would be wasted.
 ARM_GRACE_S = 0.1
-#: With self-reported peaks: seconds between two samples while the tree changes, and once it
-#: has been settled for :data:`SETTLED_S`. The reports and the reaping parents give every
-#: Python process's exact peak; sampling finds the processes to kill and covers what dies
-#: by a signal with no parent left to reap it.
-REPORTED_INTERVAL_S = 0.5
-REPORTED_SETTLED_INTERVAL_S = 1.0
+#: With self-reported peaks: seconds between two samples. The reports and the reaping parents
+#: give every Python process's exact peak; sampling finds the processes to kill and covers
+#: what is not Python or dies by a signal with no parent left to reap it.
+REPORTED_INTERVAL_S = 1.0
 #: The environment variable naming the folder a cell's processes report their peaks to.
 PEAKS_ENV = "HARNESS_CELL_PEAKS"
 
@@ -196,22 +190,27 @@ class TreeSampler:
             (psutil objects refuse to signal a recycled pid).
     """
 
-    def __init__(self, pid: int, background: bool | None = None, peaks: Path | None = None) -> None:
+    def __init__(self, pid: int, background: bool | None = None, peaks: Path | None = None,
+                 launcher: bool = True) -> None:
         """Start sampling ``pid``'s tree.
 
         Args:
             pid: the cell process.
-            background: run the fast sampling thread; default: on Linux only.
+            background: run the fast sampling thread; default: on Linux without ``peaks``
+                (with reports the caller's own cadence, :meth:`interval`, is enough).
             peaks: the folder the cell's processes report their own peaks to (see
-                :meth:`absorb`): a process that left its ``armed-PID`` marker there has its
-                USS read only once older than :data:`REPORTED_USS_AFTER_S`.
+                :meth:`absorb`): a process that left its ``armed-PID`` marker there is not
+                read for USS while it runs; the reports also cover a cell too short for the
+                caller's first sample.
+            launcher: ``pid`` may be a launcher stub (see :meth:`_see_through_launcher`);
+                false for a process the harness forked itself (a warm cell).
         """
         self.pid = pid
         self.peaks = peaks
         #: The process that runs the cell's Python: ``pid`` itself, or its only child when
         #: ``pid`` is a launcher stub (see :meth:`_see_through_launcher`).
         self.cell_pid = pid
-        self._launcher_checked = False
+        self._launcher_checked = not launcher
         self._started = time.monotonic()
         self.parent_peak_rss = 0
         self._lock = threading.Lock()
@@ -227,9 +226,10 @@ class TreeSampler:
             self._procs[pid] = self._proc
         except psutil.Error:
             self._proc = None
-        self.sample()  # at once: a cell may be over before the first tick
+        if peaks is None:
+            self.sample()  # at once: a cell may be over before the first tick
         if background is None:
-            background = _FAST_CHILDREN
+            background = _FAST_CHILDREN and peaks is None
         self._thread: threading.Thread | None = None
         if background and self._proc is not None:
             self._thread = threading.Thread(target=_sample_loop, args=(weakref.ref(self), self._stop),
@@ -242,6 +242,12 @@ class TreeSampler:
     def procs(self) -> dict[int, psutil.Process]:
         with self._lock:
             return dict(self._procs)
+
+    @property
+    def current(self) -> dict[int, psutil.Process]:
+        """The cell process and the descendants found by the last sample, ``{pid: psutil.Process}``."""
+        with self._lock:
+            return {pid: proc for pid, proc in self._procs.items() if pid == self.cell_pid or pid in self._last_pids}
 
     def _counts(self, seen: _Seen) -> bool:
         """Whether a process is a worker: not a helper, and seen with memory or reported.
@@ -289,7 +295,7 @@ class TreeSampler:
         with self._lock:
             now = time.monotonic()
             for pid, proc in list(self._procs.items()):
-                if pid == self.cell_pid or pid not in self._seen or not proc.is_running():
+                if pid == self.cell_pid or pid not in self._seen or not _any_exists(pid, ()) or not proc.is_running():
                     continue
                 self._sample_one(pid, proc, False, now)
                 seen = self._seen.get(pid)
@@ -360,11 +366,11 @@ class TreeSampler:
         process appeared or ended in the last :data:`BUSY_S` seconds, or the cell is that
         young) and until the cell's first descendant appears (at most
         :data:`FIRST_CHILD_WAIT_S`), :data:`SETTLED_INTERVAL_S` once it has not changed for :data:`SETTLED_S`,
-        else :data:`SLOW_INTERVAL_S`. With self-reported peaks :data:`REPORTED_INTERVAL_S`,
-        and :data:`REPORTED_SETTLED_INTERVAL_S` once settled."""
+        else :data:`SLOW_INTERVAL_S`. With self-reported peaks always
+        :data:`REPORTED_INTERVAL_S`."""
         calm = now - self._changed_at
         if self.peaks is not None:
-            return REPORTED_INTERVAL_S if calm < SETTLED_S else REPORTED_SETTLED_INTERVAL_S
+            return REPORTED_INTERVAL_S
         if not self._seen and now - self._started < FIRST_CHILD_WAIT_S:
             return FAST_INTERVAL_S  # the first workers may come only after the case's imports
         return FAST_INTERVAL_S if calm < BUSY_S else SLOW_INTERVAL_S if calm < SETTLED_S else SETTLED_INTERVAL_S
@@ -478,18 +484,14 @@ class TreeSampler:
         (:data:`USS_YOUNG_S`: short fork workers), every :data:`USS_INTERVAL_S` until it is
         :data:`SETTLED_S` old, and every :data:`USS_SETTLED_INTERVAL_S` after that (a
         long-lived worker's private memory has settled by then). With self-reported peaks
-        (``armed`` not ``None``): for an armed process, which reports its own USS at a clean
-        exit, only once it is :data:`REPORTED_USS_AFTER_S` old, then every
-        :data:`REPORTED_USS_INTERVAL_S`; for one not armed yet, as without reports but not in
-        its first :data:`ARM_GRACE_S`.
+        (``armed`` not ``None``): never for an armed process (see the module doc); for one
+        not armed yet, as without reports but not in its first :data:`ARM_GRACE_S`.
         """
         age = now - seen.born
         if armed is not None and not armed and age < ARM_GRACE_S:
             return False
         if armed:
-            # The process reports its own USS at a clean exit; this is the fallback for one
-            # that dies by a signal after living a while.
-            return age >= REPORTED_USS_AFTER_S and now - seen.uss_at >= REPORTED_USS_INTERVAL_S
+            return False  # it reports, or is measured as it is killed or at the cell's end
         if seen.uss_at < 0:
             return True
         every = FAST_USS_S if age < USS_YOUNG_S else USS_INTERVAL_S if age < SETTLED_S else USS_SETTLED_INTERVAL_S
