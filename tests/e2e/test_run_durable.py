@@ -121,7 +121,7 @@ def test_a_closed_stderr_pipe_does_not_stop_the_run(tmp_path, cli):
 
 def test_an_unwritable_shard_is_one_line_and_the_results_are_saved_elsewhere(tmp_path, monkeypatch, capsys,
                                                                                fixture_catalogue):
-    def refuse(path, data):
+    def refuse(path, data, **_options):
         raise PermissionError(13, "Permission denied", str(path))
 
     monkeypatch.setattr("harness.shard.save.write_json_atomic", refuse)
