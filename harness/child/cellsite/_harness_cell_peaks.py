@@ -236,7 +236,7 @@ def _note_reaped(pid: int, maxrss_kib: int) -> None:
 def _waitpid(pid: int, options: int, /) -> tuple[int, int]:
     """``os.waitpid`` through ``os.wait4``, noting a reaped child's peak (see the module doc)."""
     got, status, usage = os.wait4(pid, options)
-    if got > 0:
+    if got > 0 and not (os.WIFSTOPPED(status) or os.WIFCONTINUED(status)):  # it ended
         _note_reaped(got, usage.ru_maxrss)
     return got, status
 
