@@ -203,23 +203,28 @@ class Exited:
     Attributes:
         returncode: its exit status as :func:`os.waitstatus_to_exitcode` gives it (``-N`` for
             signal N).
+        maxrss_bytes: ``ru_maxrss`` from ``wait4(2)`` as the template reaped it: the largest
+            resident set of the cell and of the children it reaped itself, bytes (the cell
+            was forked without an exec, so nothing of its template's counts).
     """
 
     kind: ClassVar[str] = "exited"
     id: int
     returncode: int
+    maxrss_bytes: int = 0
 
     def as_json(self) -> dict[str, object]:
-        """``{"kind": "exited", "id", "returncode"}``."""
-        return {"kind": self.kind, "id": self.id, "returncode": self.returncode}
+        """``{"kind": "exited", "id", "returncode", "maxrss_bytes"}``."""
+        return {"kind": self.kind, "id": self.id, "returncode": self.returncode, "maxrss_bytes": self.maxrss_bytes}
 
     @classmethod
     def from_json(cls, data: object) -> Exited:
         """The message :meth:`as_json` wrote; raises :class:`MessageError` as :func:`read_answer`."""
         what = f"template message {cls.kind!r}"
-        obj = _message(data, what, cls.kind, ("id", "returncode"))
+        obj = _message(data, what, cls.kind, ("id", "returncode", "maxrss_bytes"))
         return cls(
-            id=required(obj, "id", int, what), returncode=required(obj, "returncode", int, what)
+            id=required(obj, "id", int, what), returncode=required(obj, "returncode", int, what),
+            maxrss_bytes=required(obj, "maxrss_bytes", int, what),
         )
 
 

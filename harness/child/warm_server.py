@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import selectors
 import signal
 import socket
@@ -326,23 +327,24 @@ class _Server:
 
     def _reap_now(self, pid: int) -> None:
         try:
-            _, status = os.waitpid(pid, 0)
+            _, status, usage = os.wait4(pid, 0)
         except ChildProcessError:
-            status = 255 << 8
-        self._reap(pid, status)
+            status, usage = 255 << 8, None
+        self._reap(pid, status, usage)
 
     def _poll_unwatched(self) -> None:
         for pid in [p for p, (_, pfd) in self.live.items() if pfd is None]:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
-                self._reap(pid, status)
+                self._reap(pid, status, usage)
 
-    def _reap(self, pid: int, status: int) -> None:
+    def _reap(self, pid: int, status: int, usage: resource.struct_rusage | None) -> None:
         req_id, pfd = self.live.pop(pid)
         if pfd is not None:
             self.sel.unregister(pfd)
             os.close(pfd)
-        send(self.ctl, Exited(id=req_id, returncode=os.waitstatus_to_exitcode(status)))
+        maxrss = usage.ru_maxrss * 1024 if usage is not None else 0  # KiB on Linux (getrusage(2))
+        send(self.ctl, Exited(id=req_id, returncode=os.waitstatus_to_exitcode(status), maxrss_bytes=maxrss))
 
 
 def _serve(fd: int) -> None:

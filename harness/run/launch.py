@@ -36,7 +36,7 @@ from harness.classify.classifier import Observation
 from harness.run.containment import child_env, reap_orphans, track, track_dir, untrack, untrack_dir
 from harness.run.plan import PEAKS_FOLDER, SELF_REPORTED_PEAKS, CellSpec, cell_env, cell_temp_root
 from harness.run.sampler import TreeSampler, kill_tree, read_peak_reports
-from harness.run.warm import Template, TemplateError
+from harness.run.warm import Template, TemplateError, WarmChild
 
 __all__ = ["CellRun", "KILL_WAIT_S", "STDERR_READ_BYTES", "Slot", "kill_live_cells", "launch_cell"]
 
@@ -315,6 +315,8 @@ def _collect(child: CellProcess, sampler: TreeSampler, work: _Workdir, wall: flo
             result = None
     stderr = _read_tail(work.stderr, STDERR_READ_BYTES)
     sampler.absorb(read_peak_reports(work.peaks))
+    if isinstance(child, WarmChild):
+        sampler.absorb_reaped_cell(child.maxrss)
     work.remove()
     return CellRun(
         observation=Observation(child.returncode, timed_out, result, stderr),

@@ -220,6 +220,7 @@ class TreeSampler:
         self._last_pids: frozenset[int] = frozenset()
         self._samples = 0
         self._cell_cmd: str | None = None
+        self._cell_reported = False  # the cell process left its own peak report
         self._changed_at = self._started
         try:
             self._proc: psutil.Process | None = psutil.Process(pid)
@@ -293,14 +294,46 @@ class TreeSampler:
         if self.peaks is None:
             return
         with self._lock:
+            self._adopt_marked(self.peaks)
             now = time.monotonic()
             for pid, proc in list(self._procs.items()):
-                if pid == self.cell_pid or pid not in self._seen or not _any_exists(pid, ()) or not proc.is_running():
+                if pid == self.cell_pid or not _any_exists(pid, ()) or not proc.is_running():
                     continue
                 self._sample_one(pid, proc, False, now)
                 seen = self._seen.get(pid)
                 if seen is not None and not seen.helper:
                     self._read_uss(seen, proc, now)
+
+    def _adopt_marked(self, peaks: Path) -> None:
+        """Add to :attr:`procs` the processes of the tree that left a start marker, have not
+        reported and were never sampled (a cell over before its first sample, workers
+        orphaned by a cell that died), so that they are read and killed. A pid alive now but
+        started after its marker was written is another process (a recycled pid)."""
+        reports = read_peak_reports(peaks, count_cost=False)
+        for pid in self._in_tree(reports):
+            if pid in self._procs or reports[pid].peak_rss:
+                continue
+            try:
+                marked_at = os.stat(peaks / f"armed-{pid}").st_mtime
+                proc = psutil.Process(pid)
+                if proc.create_time() > marked_at + 1.0:
+                    continue
+            except (OSError, psutil.Error):
+                continue
+            self._procs[pid] = proc
+
+    def absorb_reaped_cell(self, maxrss: int) -> None:
+        """Take ``maxrss`` (bytes, ``ru_maxrss`` of the cell process as its parent reaped it) as
+        the cell's peak when the cell left no report of its own (it died by a signal).
+
+        ``getrusage(2)``: it is the largest resident set of the cell and of the children it
+        reaped itself, so an upper bound when a worker it reaped grew larger than the cell.
+        Only for a cell forked without an exec (warm): ``exec`` carries the launcher's own
+        peak into it.
+        """
+        with self._lock:
+            if not self._cell_reported and maxrss > 0:
+                self.parent_peak_rss = max(self.parent_peak_rss, maxrss)
 
     def _descendants(self) -> list[tuple[int, bool]] | None:
         """``(pid, is a direct child)`` for every descendant of the cell; ``None`` if it is gone."""
@@ -512,6 +545,7 @@ class TreeSampler:
             for pid, rep in self._in_tree(reports).items():
                 if pid == self.cell_pid:
                     self.parent_peak_rss = max(self.parent_peak_rss, rep.peak_rss)
+                    self._cell_reported = self._cell_reported or rep.peak_rss > 0
                     continue
                 seen = self._seen.get(pid)
                 if rep.helper and rep.ppid == self.cell_pid:
@@ -568,22 +602,23 @@ def _fields(path: Path) -> list[bytes]:
     return _read_small(str(path))[:256].split()
 
 
-def read_peak_reports(folder: Path) -> dict[int, PeakReport]:
+def read_peak_reports(folder: Path, count_cost: bool = True) -> dict[int, PeakReport]:
     """What a cell's processes left in ``folder``, by pid: their exit reports (``peak-PID``);
     for those that never reported, what their parent noted as it reaped them
-    (``reaped-PID``: ``ru_maxrss``), the USS a process of the cell read just before it killed
-    them (``uss-PID``) and their start markers (``armed-PID``). Unreadable or
-    malformed files (a process killed while writing) are skipped. The reports' ``cost_s``
-    is added to :func:`peak_report_cpu_s`."""
+    (``reaped-PID``: ``ru_maxrss``, used only for a child forked without an exec, see
+    ``_harness_cell_peaks``), the USS and peak a process of the cell read just before it
+    killed them (``uss-PID``) and their start markers (``armed-PID``). Unreadable or malformed
+    files (a process killed while writing) are skipped. With ``count_cost`` the reports'
+    ``cost_s`` is added to :func:`peak_report_cpu_s` (once per cell)."""
     out: dict[int, PeakReport] = {}
     try:
         names = os.listdir(folder)
     except OSError:
         return out
     cost = 0.0
-    armed: dict[int, tuple[int, bool]] = {}  # pid -> (parent at its start, helper)
+    armed: dict[int, tuple[int, bool, bool]] = {}  # pid -> (parent at its start, helper, forked)
     reaped: dict[int, tuple[int, int]] = {}  # pid -> (ru_maxrss bytes, the parent that reaped it)
-    killed: dict[int, int] = {}  # pid -> USS bytes read just before a process of the cell killed it
+    killed: dict[int, tuple[int, int]] = {}  # pid -> (USS, VmHWM) read just before a process of the cell killed it
     for name in names:
         kind, _, pid_text = name.partition("-")
         try:
@@ -593,26 +628,29 @@ def read_peak_reports(folder: Path) -> dict[int, PeakReport]:
                 out[pid] = PeakReport(int(ppid), int(hwm), int(uss), float(cost_s), helper == b"1")
                 cost += out[pid].cost_s
             elif kind == "armed":
-                parent, flag = _fields(folder / name)
-                armed[pid] = (int(parent), flag == b"1")
+                parent, flag, *fork_flag = _fields(folder / name)
+                armed[pid] = (int(parent), flag == b"1", fork_flag == [b"1"])
             elif kind == "reaped":
                 rss_text, reaper_text = _fields(folder / name)
                 reaped[pid] = (int(rss_text), int(reaper_text))
             elif kind == "uss":
-                (uss_text,) = _fields(folder / name)
-                killed[pid] = int(uss_text)
+                uss_text, hwm_text = _fields(folder / name)
+                killed[pid] = (int(uss_text), int(hwm_text))
         except (OSError, ValueError):
             continue
-    for pid, (maxrss, reaper) in reaped.items():
-        if pid not in out:
-            out[pid] = PeakReport(reaper, maxrss, 0, 0.0, False)
-    for pid, (born_of, is_helper) in armed.items():
-        rep = out.setdefault(pid, PeakReport(born_of, 0, 0, 0.0, is_helper))
+    for pid, (born_of, is_helper, was_forked) in armed.items():
+        rep = out.get(pid)
+        if rep is None:
+            rep = out[pid] = PeakReport(born_of, 0, 0, 0.0, is_helper)
+            if was_forked:  # ru_maxrss of an exec'd child holds its parent's peak too
+                rep.peak_rss = reaped.get(pid, (0, 0))[0]
+            killed_uss, killed_hwm = killed.get(pid, (0, 0))
+            rep.uss, rep.peak_rss = killed_uss, max(rep.peak_rss, killed_hwm)
         # The parent at its start: a process whose parent ended first is re-parented.
         rep.ppid, rep.helper = born_of, is_helper
-        rep.uss = max(rep.uss, killed.get(pid, 0))
-    with _REPORT_LOCK:
-        _REPORT_CPU[0] += cost
+    if count_cost:
+        with _REPORT_LOCK:
+            _REPORT_CPU[0] += cost
     return out
 
 

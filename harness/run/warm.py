@@ -97,11 +97,14 @@ class WarmChild:
         pid: the cell's pid; it leads its own session and process group.
         returncode: exit status once reaped (``-N`` when killed by signal N), else ``None``.
         lost: the template died before it could report this child's exit.
+        maxrss: its ``ru_maxrss`` as the template reaped it, bytes (:class:`~harness.child.
+            warm_protocol.Exited`); 0 until then.
     """
 
     pid: int = 0
     returncode: int | None = None
     lost: bool = False
+    maxrss: int = 0
     error: str | None = None
     _started: threading.Event = field(default_factory=threading.Event, repr=False)
     _exited: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -246,6 +249,7 @@ class Template:
             child._exited.set()
         elif isinstance(answer, Exited):
             child.returncode = answer.returncode
+            child.maxrss = answer.maxrss_bytes
             child._exited.set()
             with self._lock:
                 self._children.pop(answer.id, None)

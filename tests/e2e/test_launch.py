@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -71,6 +72,11 @@ def test_segfaults_are_classified_and_the_run_goes_on(tmp_path, fixture_catalogu
     assert "segmentation fault" in worker["root_cause"].lower()
     main = got[("fixture-segfault", "in-process")]
     assert main["outcome"] == "crash" and "SIGSEGV" in main["root_cause"]
+    if sys.platform.startswith("linux"):
+        # Neither can report; their reapers measure them (wait4's ru_maxrss: the template for
+        # the warm cell, the cell for its forked worker), though no sample was taken.
+        assert main["parent_peak_rss_bytes"] > 50 << 20, "a cell with torch imported"
+        assert worker["workers_seen"] >= 1 and worker["worker_peak_rss_bytes"] > 50 << 20
     assert got[("fixture-good", "fork")]["outcome"] == "pass"
     assert got[("fixture-good", "in-process")]["outcome"] == "pass"
     # The fixture declares these outcomes, so nothing contradicts it and nothing is broken.

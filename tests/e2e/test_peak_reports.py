@@ -139,8 +139,13 @@ def test_a_worker_that_aborts_has_its_peak_rss_from_its_reaping_parent(tmp_path,
     assert codes == [-6, -6]  # SIGABRT
     for pid in workers:
         assert (tmp_path / "peaks" / f"reaped-{pid}").exists()
-        assert reports[pid].peak_rss >= 32 << 20, "ru_maxrss covers the 32 MiB it touched"
         assert reports[pid].uss == 0, "nobody could read the USS of a process that killed itself"
+        if method == "spawn":
+            # exec keeps the old address space's high-water mark in ru_maxrss: the parent's
+            # peak, not the worker's, so it is not used (0: unknown, not wrong).
+            assert reports[pid].peak_rss == 0
+        else:  # forked without an exec: fork workers, and forkserver workers of the server
+            assert reports[pid].peak_rss >= 32 << 20, "ru_maxrss covers the 32 MiB it touched"
 
 
 @contextlib.contextmanager
@@ -186,6 +191,116 @@ def test_a_direct_child_that_arms_as_a_helper_is_no_worker_though_sampled_before
         (peaks / f"armed-{child}").write_text(f"{sampler.pid} 1\n")  # the resource tracker, say
         sampler.absorb(read_peak_reports(peaks))
         assert sampler.workers_seen == set()
+
+
+def _run_in_cell(tmp_path, code: str) -> tuple[str, dict]:
+    """Run ``code`` as a cell's process would run (start-up hook, peaks folder); its stdout
+    and the reports."""
+    peaks = tmp_path / "peaks"
+    peaks.mkdir(exist_ok=True)
+    env = dict(os.environ, HARNESS_CELL_PEAKS=str(peaks),
+               PYTHONPATH=os.pathsep.join([str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                         env=env, timeout=60, cwd=tmp_path, check=True)
+    return out.stdout, read_peak_reports(peaks, count_cost=False)
+
+
+def test_a_handled_sigterm_to_itself_does_not_freeze_the_peak(tmp_path):
+    # The report written before the signal is replaced by the one at the end.
+    stdout, reports = _run_in_cell(tmp_path, """
+        import os, signal
+        signal.signal(signal.SIGTERM, lambda *_: None)
+        os.kill(os.getpid(), signal.SIGTERM)
+        block = bytearray(64 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        print(os.getpid())
+    """)
+    assert reports[int(stdout)].peak_rss >= 64 << 20
+
+
+def test_an_exception_raised_meanwhile_propagates_and_the_signal_is_still_sent(tmp_path):
+    # As if a signal handler raised while the USS was being read: the caller gets the
+    # exception, as it would from its next line, and the child got its SIGTERM.
+    stdout, _ = _run_in_cell(tmp_path, """
+        import os, sys, time
+        child = os.fork()
+        if child == 0:
+            time.sleep(30)
+            os._exit(0)
+        time.sleep(0.2)  # it has armed
+        def interrupted(*_):
+            raise KeyboardInterrupt
+        sys.modules["_harness_cell_peaks"]._uss_bytes = interrupted
+        try:
+            os.kill(child, 15)
+        except KeyboardInterrupt:
+            print("propagated", end=" ")
+        print(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+    """)
+    assert stdout.split() == ["propagated", "-15"]
+
+
+def test_a_non_python_child_is_not_a_worker_and_lends_it_no_peak(tmp_path):
+    # Its ru_maxrss is its parent's peak (carried across exec); it never arms.
+    stdout, reports = _run_in_cell(tmp_path, """
+        import os, subprocess
+        block = bytearray(64 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        proc = subprocess.Popen(["true"])
+        proc.wait()
+        print(proc.pid)
+    """)
+    assert (tmp_path / "peaks" / f"reaped-{int(stdout)}").exists()
+    assert int(stdout) not in reports
+
+
+def test_the_replaced_calls_pickle_as_os_kill_and_os_waitpid(tmp_path):
+    import pickle
+
+    stdout, _ = _run_in_cell(tmp_path, """
+        import os, pickle
+        print(pickle.dumps((os.kill, os.waitpid)).hex())
+    """)
+    assert pickle.loads(bytes.fromhex(stdout)) == (os.kill, os.waitpid)
+
+
+def test_workers_orphaned_before_any_sample_are_read_before_the_kill(tmp_path):
+    # The cell ends at once, leaving a forked worker alive: never sampled, found by its marker.
+    peaks = tmp_path / "peaks"
+    peaks.mkdir()
+    env = dict(os.environ, HARNESS_CELL_PEAKS=str(peaks),
+               PYTHONPATH=os.pathsep.join([str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")]))
+    code = textwrap.dedent("""
+        import os, sys, time
+        if os.fork() == 0:
+            block = bytearray(32 << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            print("ready", flush=True)
+            time.sleep(30)
+            os._exit(0)
+        sys.stdin.readline()
+        os._exit(0)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    sampler = TreeSampler(proc.pid, background=False, peaks=peaks, launcher=False)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        proc.stdin.write("\n")
+        proc.stdin.close()
+        proc.wait(30)
+        sampler.stop()
+        (orphan,) = [pid for pid in sampler.procs if pid != proc.pid]
+        sampler.absorb(read_peak_reports(peaks))
+        assert sampler.workers_seen == {orphan}
+        assert sampler.worker_peak_rss >= 32 << 20 and sampler.worker_peak_uss >= 32 << 20
+    finally:
+        for pid in sampler.procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
 
 
 def test_without_the_variable_nothing_is_written(tmp_path):

@@ -32,22 +32,32 @@ parent). Its parent still learns its peak when it reaps it: ``wait4(2)`` returns
 waited for, in KiB on Linux). So :func:`install` also replaces ``os.waitpid`` with the same
 call through ``os.wait4``: multiprocessing reaps its workers with ``os.waitpid``
 (``popen_fork.Popen.poll`` in the cell, ``forkserver.main`` in the forkserver server). A child
-reaped without a report of its own leaves ``reaped-PID`` (``MAXRSS_BYTES REAPER_PID``). Only that call
-changes; what it returns and raises is the same.
+reaped without a report of its own leaves ``reaped-PID`` (``MAXRSS_BYTES REAPER_PID``). The
+harness trusts it only for a child that was forked without an exec: ``exec`` keeps the old
+address space's high-water mark in ``ru_maxrss`` (``exec_mmap`` in the kernel), and for a spawn
+child started through ``vfork`` that is its parent's. Only that call changes; what it returns
+and raises is the same.
 
 A worker killed by a signal leaves no USS of its own either. When a process of the cell sends
 ``SIGTERM`` or ``SIGKILL`` through ``os.kill`` (``Process.terminate()`` and ``kill()``, which
 ``Pool.terminate()`` and the DataLoader's shutdown use, and a case's own ``os.kill``), the
-replaced ``os.kill`` first reads the target's USS, if it is a process of the cell that has not
-reported (``uss-PID``: ``USS_BYTES``), or reports at once when the target is itself.
+replaced ``os.kill`` first reads the target's USS and high-water mark, if it is a process of
+the cell that has not reported (``uss-PID``: ``USS_BYTES VMHWM_BYTES``), or reports at once
+when the target is itself (a report a later one replaces, should it survive: a handled
+``SIGTERM``). The signal is sent whatever happens meanwhile.
+
+Nothing here raises an error of its own: its file and ``/proc`` errors are dropped. An
+exception that a signal handler raises while this code runs still propagates, as it would
+from the caller's next line.
 
 A process reports at most once. ``HARNESS_CELL_PEAKS`` names the folder the reports go to,
 one file ``peak-PID`` each, one line of space-separated fields::
 
     PID PPID VMHWM_BYTES USS_BYTES COST_S HELPER
 
-Every process also leaves a marker ``armed-PID`` (``PPID HELPER``) as it starts: a fresh
-interpreter at start-up, a forked child right after the fork (``os.register_at_fork``). So a
+Every process also leaves a marker ``armed-PID`` (``PPID HELPER FORKED``) as it starts: a fresh
+interpreter at start-up (``FORKED`` 0), a forked child right after the fork
+(``os.register_at_fork``, ``FORKED`` 1). So a
 worker that dies before it could report is still counted, however short its life.
 
 A forkserver worker first unpickles what its parent sent, before ``_bootstrap``; a failure
@@ -84,6 +94,11 @@ _HELPER_COMMAND = re.compile(r"from multiprocessing\.(?:resource_tracker|forkser
 #: What the cell process's command line holds (a fresh cell's, and a warm cell's as it sets it).
 _CELL_COMMAND = "-m harness.child.cell "
 
+#: What this module's own work can raise (files, ``/proc``, parsing, a missing attribute of
+#: ``multiprocessing``); dropped. Anything else, such as an exception a signal handler raises
+#: meanwhile, propagates.
+_OWN_ERRORS = (OSError, ValueError, IndexError, AttributeError, ImportError)
+
 _installed = False
 _reported_pid = 0
 _mp_armed = False
@@ -113,16 +128,16 @@ def _is_helper() -> bool:
 
 
 def mark(forked: bool) -> None:
-    """Leave ``armed-PID`` (``PPID HELPER``); ``forked``: called in a forked child, which is a
-    worker even where it keeps a helper's command line (a forkserver worker). Never raises."""
+    """Leave ``armed-PID`` (``PPID HELPER FORKED``); ``forked``: called in a forked child, which
+    is a worker even where it keeps a helper's command line (a forkserver worker)."""
     try:
-        _write(f"armed-{os.getpid()}", f"{os.getppid()} {int(not forked and _is_helper())}\n")
-    except BaseException:  # noqa: BLE001, S110 - a marker must never change how a process runs
+        _write(f"armed-{os.getpid()}", f"{os.getppid()} {int(not forked and _is_helper())} {int(forked)}\n")
+    except _OWN_ERRORS:
         pass
 
 
-def _status_bytes(field: bytes) -> int:
-    with open("/proc/self/status", "rb") as f:
+def _status_bytes(field: bytes, pid: int | str = "self") -> int:
+    with open(f"/proc/{pid}/status", "rb") as f:
         for line in f:
             if line.startswith(field):
                 return int(line.split()[1]) * 1024
@@ -139,7 +154,7 @@ def _uss_bytes(pid: int | str = "self") -> int:
     return total
 
 
-def report(helper_possible: bool = True) -> None:
+def report(helper_possible: bool = True, final: bool = True) -> None:
     """Write this process's peak RSS and current USS to ``$HARNESS_CELL_PEAKS/peak-PID`` (once).
 
     Args:
@@ -147,7 +162,8 @@ def report(helper_possible: bool = True) -> None:
             cell process itself (false on the multiprocessing-child path: a forkserver worker
             keeps the server's command line but is a worker). Those write their line without
             reading their USS, which the harness does not use.
-    Never raises.
+        final: no later report follows; false before a signal the process may survive, whose
+            report the one at its end replaces.
     """
     global _reported_pid
     try:
@@ -155,7 +171,8 @@ def report(helper_possible: bool = True) -> None:
         folder = os.environ.get(ENV_DIR)
         if _reported_pid == pid or not folder:
             return
-        _reported_pid = pid
+        if final:
+            _reported_pid = pid
         t0 = time.process_time()
         command = " ".join(getattr(sys, "orig_argv", sys.argv)) if helper_possible else ""
         helper = _HELPER_COMMAND.search(command) is not None
@@ -164,7 +181,7 @@ def report(helper_possible: bool = True) -> None:
         uss = 0 if helper or _CELL_COMMAND in command else _uss_bytes()
         cost = time.process_time() - t0
         _write(f"peak-{pid}", f"{pid} {os.getppid()} {hwm} {uss} {cost:.6f} {int(helper)}\n")
-    except BaseException:  # noqa: BLE001, S110 - a report must never change how a process ends
+    except _OWN_ERRORS:
         pass
 
 
@@ -180,7 +197,7 @@ def _in_multiprocessing_child(_anchor: object) -> None:
         util.Finalize(None, _worker_report, exitpriority=-(10**6))
         if isinstance(sys.excepthook, _ReportingExcepthook):
             sys.excepthook = sys.excepthook.original
-    except BaseException:  # noqa: BLE001, S110
+    except _OWN_ERRORS:
         pass
 
 
@@ -205,7 +222,7 @@ def _arm_multiprocessing() -> None:
     try:
         util.register_after_fork(_ANCHOR, _in_multiprocessing_child)
         _mp_armed = True
-    except BaseException:  # noqa: BLE001, S110
+    except _OWN_ERRORS:
         pass
 
 
@@ -219,7 +236,7 @@ def _after_fork_in_child() -> None:
         _forkserver = False
         try:
             sys.excepthook = _ReportingExcepthook(sys.excepthook)
-        except BaseException:  # noqa: BLE001, S110
+        except _OWN_ERRORS:
             pass
 
 
@@ -229,13 +246,19 @@ def _note_reaped(pid: int, maxrss_kib: int) -> None:
         folder = os.environ.get(ENV_DIR)
         if folder and pid > 0 and not os.path.exists(os.path.join(folder, f"peak-{pid}")):
             _write(f"reaped-{pid}", f"{maxrss_kib * 1024} {os.getpid()}\n")
-    except BaseException:  # noqa: BLE001, S110 - never change what the caller sees
+    except _OWN_ERRORS:
         pass
 
 
-def _waitpid(pid: int, options: int, /) -> tuple[int, int]:
-    """``os.waitpid`` through ``os.wait4``, noting a reaped child's peak (see the module doc)."""
-    got, status, usage = os.wait4(pid, options)
+_original_waitpid = os.waitpid
+
+
+def _waitpid(*args: int, **kwargs: int) -> tuple[int, int]:
+    """``os.waitpid`` through ``os.wait4``, noting a reaped child's peak (see the module doc).
+    Any other form of call goes to the original, which raises what it raises."""
+    if kwargs or len(args) != 2:
+        return _original_waitpid(*args, **kwargs)
+    got, status, usage = os.wait4(*args)
     if got > 0 and not (os.WIFSTOPPED(status) or os.WIFCONTINUED(status)):  # it ended
         _note_reaped(got, usage.ru_maxrss)
     return got, status
@@ -247,25 +270,37 @@ _original_kill = os.kill
 
 
 def _note_killed(pid: int) -> None:
-    """Before a fatal signal to ``pid``: its USS (``uss-PID``) if it is an unreported process
-    of this cell, or this process's own report."""
+    """Before a fatal signal to ``pid``: its USS and peak (``uss-PID``) if it is an unreported
+    process of this cell, or this process's own report (which a later one may replace)."""
     try:
         if pid == os.getpid():
-            report()
+            report(final=False)
             return
         folder = os.environ.get(ENV_DIR)
         if (folder and pid > 0 and os.path.exists(os.path.join(folder, f"armed-{pid}"))
                 and not os.path.exists(os.path.join(folder, f"peak-{pid}"))):
-            _write(f"uss-{pid}", f"{_uss_bytes(pid)}\n")
-    except BaseException:  # noqa: BLE001, S110 - never change what the caller sees
+            _write(f"uss-{pid}", f"{_uss_bytes(pid)} {_status_bytes(b'VmHWM:', pid)}\n")
+    except _OWN_ERRORS:
         pass
 
 
-def _kill(pid: int, sig: int, /) -> None:
-    """``os.kill``, reading a cell process's USS before it is killed (see the module doc)."""
-    if sig in _FATAL_SIGNALS:
-        _note_killed(pid)
-    _original_kill(pid, sig)
+def _kill(*args: int, **kwargs: int) -> None:
+    """``os.kill``, reading a cell process's USS before it is killed (see the module doc).
+    Any other form of call goes to the original, which raises what it raises."""
+    if kwargs or len(args) != 2:
+        return _original_kill(*args, **kwargs)
+    try:
+        if args[1] in _FATAL_SIGNALS:
+            _note_killed(args[0])
+    finally:
+        _original_kill(*args)  # sent even when a signal handler raised meanwhile
+    return None
+
+
+# Named as what they replace: ``pickle`` then stores them as ``os.kill`` and ``os.waitpid``,
+# which load anywhere (the originals outside a cell).
+for _replacement, _name in ((_kill, "kill"), (_waitpid, "waitpid")):
+    _replacement.__module__, _replacement.__name__, _replacement.__qualname__ = "os", _name, _name
 
 
 def install() -> None:
