@@ -75,13 +75,22 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+def _cell_env(peaks) -> dict[str, str]:
+    """The environment a cell's processes get: the start-up hook on PYTHONPATH, and the
+    peaks folder (``None``: without it)."""
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_CELL_PEAKS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")])
+    if peaks is not None:
+        env["HARNESS_CELL_PEAKS"] = str(peaks)
+    return env
+
+
 def _run(tmp_path, method: str, mode: str) -> tuple[int, list[int], list[int], dict]:
     script = tmp_path / "script.py"
     script.write_text(SCRIPT, encoding="utf-8")
     peaks = tmp_path / "peaks"
     peaks.mkdir()
-    env = dict(os.environ, HARNESS_CELL_PEAKS=str(peaks),
-               PYTHONPATH=os.pathsep.join([str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")]))
+    env = _cell_env(peaks)
     out = subprocess.run([sys.executable, str(script), method, mode], capture_output=True, text=True,
                          env=env, timeout=120, cwd=tmp_path, check=True)
     parent, a, b, code_a, code_b = (int(x) for x in out.stdout.split())
@@ -198,8 +207,7 @@ def _run_in_cell(tmp_path, code: str) -> tuple[str, dict]:
     and the reports."""
     peaks = tmp_path / "peaks"
     peaks.mkdir(exist_ok=True)
-    env = dict(os.environ, HARNESS_CELL_PEAKS=str(peaks),
-               PYTHONPATH=os.pathsep.join([str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")]))
+    env = _cell_env(peaks)
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                          env=env, timeout=60, cwd=tmp_path, check=True)
     return out.stdout, read_peak_reports(peaks, count_cost=False)
@@ -270,8 +278,7 @@ def test_workers_orphaned_before_any_sample_are_read_before_the_kill(tmp_path):
     # The cell ends at once, leaving a forked worker alive: never sampled, found by its marker.
     peaks = tmp_path / "peaks"
     peaks.mkdir()
-    env = dict(os.environ, HARNESS_CELL_PEAKS=str(peaks),
-               PYTHONPATH=os.pathsep.join([str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")]))
+    env = _cell_env(peaks)
     code = textwrap.dedent("""
         import os, sys, time
         if os.fork() == 0:
@@ -306,8 +313,7 @@ def test_workers_orphaned_before_any_sample_are_read_before_the_kill(tmp_path):
 def test_without_the_variable_nothing_is_written(tmp_path):
     script = tmp_path / "script.py"
     script.write_text(SCRIPT, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "HARNESS_CELL_PEAKS"}
-    env["PYTHONPATH"] = os.pathsep.join([str(CELL_SITE_DIR), os.environ.get("PYTHONPATH", "")])
+    env = _cell_env(None)
     subprocess.run([sys.executable, str(script), "fork", "ok"], env=env, cwd=tmp_path, check=True,
                    capture_output=True, timeout=60)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["script.py"]
