@@ -253,6 +253,80 @@ def _warm_up() -> None:
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
+    collapse_resident_memory()
+
+
+#: Bytes of a transparent huge page on x86-64 and arm64 with 4 KiB pages (``PMD_SIZE``).
+HUGE_PAGE_BYTES = 2 << 20
+_PAGE_BYTES = 4096
+_MADV_COLLAPSE = 25  # <linux/mman.h>, Linux 6.1
+#: ``/proc/PID/pagemap`` bits (``Documentation/admin-guide/mm/pagemap.rst``).
+_PM_PRESENT = 1 << 63
+_PM_EXCLUSIVE = 1 << 56
+
+
+def _full_huge_ranges() -> list[int]:
+    """Start addresses of the 2 MiB-aligned ranges of this process's private anonymous memory
+    (the ``[heap]`` and unnamed ``rw-p`` mappings) whose 512 pages are all resident and mapped
+    by this process alone (``pagemap``: present and exclusively mapped, so neither holes nor
+    the shared zero page)."""
+    pages = HUGE_PAGE_BYTES // _PAGE_BYTES
+    starts: list[int] = []
+    with open("/proc/self/maps", "rb") as maps, open("/proc/self/pagemap", "rb") as pagemap:
+        for line in maps:
+            fields = line.split()
+            if fields[1] != b"rw-p" or (len(fields) > 5 and fields[5] != b"[heap]"):
+                continue
+            low, high = (int(x, 16) for x in fields[0].split(b"-"))
+            at = (low + HUGE_PAGE_BYTES - 1) & ~(HUGE_PAGE_BYTES - 1)
+            while at + HUGE_PAGE_BYTES <= high:
+                pagemap.seek(at // _PAGE_BYTES * 8)
+                entries = memoryview(pagemap.read(pages * 8)).cast("Q")
+                if len(entries) == pages and all(e & _PM_PRESENT and e & _PM_EXCLUSIVE for e in entries):
+                    starts.append(at)
+                at += HUGE_PAGE_BYTES
+    return starts
+
+
+def collapse_resident_memory() -> int:
+    """Back the template's fully resident anonymous memory by transparent huge pages; returns
+    the bytes collapsed (0 off Linux, before Linux 6.1, or where the kernel refuses).
+
+    Why: ``fork(2)`` copies one page-table entry per resident 4 KiB page of private memory,
+    and the template forks once per cell with about 150 MB of it after ``import torch``: about
+    3 ms of the template's CPU per cell. A 2 MiB range mapped by one huge page is one entry.
+    ``madvise(MADV_COLLAPSE)`` (Linux 6.1, ``madvise(2)``) rebuilds a range synchronously as a
+    huge page, whatever the system's THP settings, without marking the mapping for huge pages
+    (so a cell's own later allocations are as a fresh process's).
+
+    What a cell sees does not change: only ranges whose 512 pages are already resident and
+    this process's own are collapsed (a range with a hole would be filled with zeros, adding
+    resident memory), so every process's resident set and private memory keep their size. A
+    cell that writes into such a range splits its mapping back into 4 KiB entries and copies
+    the one page it wrote, as before (copy-on-write of huge pages splits the mapping, Linux
+    5.8). Measured after ``import torch``: about 60 MB of 150 MB qualifies, collapsing it
+    costs about 0.1 s once, and each fork then costs about 2 ms instead of 3 ms.
+    """
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        if os.sysconf("SC_PAGE_SIZE") != _PAGE_BYTES:
+            return 0  # 16 or 64 KiB pages (some arm64 kernels): another huge-page size
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        madvise.restype = ctypes.c_int
+        done = 0
+        for start in _full_huge_ranges():
+            # EINVAL before Linux 6.1 or for a mapping marked MADV_NOHUGEPAGE; EAGAIN or
+            # ENOMEM when no huge page is free: that range stays as it is.
+            if madvise(start, HUGE_PAGE_BYTES, _MADV_COLLAPSE) == 0:
+                done += HUGE_PAGE_BYTES
+        return done
+    except (OSError, AttributeError, ValueError):
+        return 0
 
 
 class _Server:

@@ -33,6 +33,13 @@ loaded) and the ``weakref.finalize`` callbacks the template's imports registered
 unregistering its operator libraries, about 50 ms): neither runs case code, and the result
 file is written before.
 
+Before it reports ready, the template rebuilds the 2 MiB ranges of its private memory that are
+fully resident as transparent huge pages
+(:func:`harness.child.warm_server.collapse_resident_memory`): each fork then copies about a
+third fewer page-table entries. No page is added or removed, so every resident set and every
+private-memory figure a cell or worker reports stays the same; a cell that writes into such a
+range copies one 4 KiB page, as before.
+
 Known differences from a fresh interpreter: the hash seed (``PYTHONHASHSEED``) is the
 template's for every cell, and modules the template imported are already in
 ``sys.modules``. Outcomes and kinds are the same; ``tests/e2e/test_isolation.py`` checks it.
