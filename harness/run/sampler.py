@@ -308,7 +308,18 @@ class TreeSampler:
         """Add to :attr:`procs` the processes of the tree that left a start marker, have not
         reported and were never sampled (a cell over before its first sample, workers
         orphaned by a cell that died), so that they are read and killed. A pid alive now but
-        started after its marker was written is another process (a recycled pid)."""
+        started after its marker was written is another process (a recycled pid).
+
+        The folder's names alone decide whether any file must be read: at the usual end of a
+        cell every process that left a marker was sampled or has reported."""
+        try:
+            names = os.listdir(peaks)
+        except OSError:
+            return
+        marked = {name[6:] for name in names if name.startswith("armed-")}
+        marked -= {name[5:] for name in names if name.startswith("peak-")}
+        if not marked - {str(pid) for pid in self._procs}:
+            return
         reports = read_peak_reports(peaks, count_cost=False)
         for pid in self._in_tree(reports):
             if pid in self._procs or reports[pid].peak_rss:
