@@ -263,6 +263,8 @@ _MADV_COLLAPSE = 25  # <linux/mman.h>, Linux 6.1
 #: ``/proc/PID/pagemap`` bits (``Documentation/admin-guide/mm/pagemap.rst``).
 _PM_PRESENT = 1 << 63
 _PM_EXCLUSIVE = 1 << 56
+#: Mappings larger than this are not scanned (8 bytes of ``pagemap`` per 4 KiB page).
+_LARGEST_SCANNED_BYTES = 1 << 30
 
 
 def _full_huge_ranges() -> list[int]:
@@ -278,6 +280,8 @@ def _full_huge_ranges() -> list[int]:
             if fields[1] != b"rw-p" or (len(fields) > 5 and fields[5] != b"[heap]"):
                 continue
             low, high = (int(x, 16) for x in fields[0].split(b"-"))
+            if high - low > _LARGEST_SCANNED_BYTES:
+                continue  # an address-space reservation: reading its pagemap would cost more
             at = (low + HUGE_PAGE_BYTES - 1) & ~(HUGE_PAGE_BYTES - 1)
             while at + HUGE_PAGE_BYTES <= high:
                 pagemap.seek(at // _PAGE_BYTES * 8)
