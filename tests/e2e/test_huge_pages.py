@@ -78,8 +78,9 @@ def test_a_fully_resident_range_becomes_huge_pages_and_a_fork_still_copies_4_kib
     if out["after"].get("AnonHugePages", 0) == 0:
         pytest.skip(f"this kernel ({os.uname().release}) did not collapse (no MADV_COLLAPSE before Linux 6.1, "
                     "or no free huge page)")
-    assert out["collapsed"] >= 4 * (2 << 20)
-    assert out["after"]["AnonHugePages"] == 4 * (2 << 20)
+    huge = out["after"]["AnonHugePages"]  # all four ranges, unless no free huge page was left
+    assert huge % (2 << 20) == 0 and huge <= 4 * (2 << 20)
+    assert out["collapsed"] >= huge
     assert out["after"]["Rss"] == out["before"]["Rss"]  # the same resident memory
     # The child's one write copies one 4 KiB page, not the 2 MiB huge page it lies in
     # (copy-on-write splits the huge mapping), and it still maps the whole range.
