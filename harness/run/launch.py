@@ -40,9 +40,6 @@ from harness.run.warm import Template, TemplateError, WarmChild
 
 __all__ = ["CellRun", "KILL_WAIT_S", "STDERR_READ_BYTES", "Slot", "kill_live_cells", "launch_cell"]
 
-SAMPLE_INTERVAL_S = 0.05  # memory samples and timeout checks; an exit wakes the watcher at once
-#: Seconds between two timeout and idle checks where the sampler has its own thread.
-WATCH_INTERVAL_S = 0.25
 KILL_WAIT_S = 10.0  # seconds to wait for a killed cell to be reaped
 IDLE_CHECK_S = 1.0  # how often a running cell's CPU use is checked
 IDLE_AFTER_S = 1.0  # a cell this long under IDLE_CPU_FRACTION of a core gives its permit back
@@ -267,15 +264,13 @@ def _start(spec: CellSpec, work: _Workdir, template: Template | None) -> tuple[C
 
 def _watch(child: CellProcess, sampler: TreeSampler, spec: CellSpec, t0: float,
            slot: Slot | None) -> bool:
-    """Wait for the cell to end, sampling it where the sampler has no thread of its own and
-    handing its permit on once it is idle; kill its tree at the timeout. True if it timed out."""
-    self_sampling = getattr(sampler, "_thread", None) is not None
-    every = WATCH_INTERVAL_S if self_sampling else SAMPLE_INTERVAL_S
+    """Wait for the cell to end, sampling it at the sampler's cadence (an exit wakes the wait
+    at once) and handing its permit on once it is idle; kill its tree at the timeout. True if
+    it timed out."""
+    every = min(sampler.interval(), IDLE_CHECK_S)
     idle = _IdleWatch(t0) if slot is not None else None
     deadline = t0 + spec.timeout_s
     while True:
-        if not self_sampling and sampler.peaks is not None:  # with reports: its own cadence
-            every = min(sampler.interval(time.monotonic()), IDLE_CHECK_S)
         if child.wait(min(every, max(0.0, deadline - time.monotonic()))):
             return False
         now = time.monotonic()
@@ -284,8 +279,7 @@ def _watch(child: CellProcess, sampler: TreeSampler, spec: CellSpec, t0: float,
             kill_tree(child.pid, sampler.procs.values())
             child.wait(KILL_WAIT_S)
             return True
-        if not self_sampling:
-            sampler.sample()
+        sampler.sample()
         if idle is not None and slot is not None and slot.held and idle.idle(sampler, now):
             slot.release(parked=True)
 

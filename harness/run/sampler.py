@@ -3,22 +3,16 @@
 Uses psutil for portability; on POSIX the cell also leads its own process group, which
 :func:`kill_tree` kills as a whole, so orphans reparented to init are caught too.
 
-Sampling cost matters more than it seems. A DataLoader worker of a small fork cell lives
-for well under 100 ms, and psutil's ``children(recursive=True)`` scans every process of the
-machine (about 5 ms) while ``memory_full_info()`` walks the worker's page tables through
-``/proc/PID/smaps`` (about 10 ms for a 170 MB torch process). Sampled that way every 50 ms,
-short workers were missed. So a :class:`TreeSampler` samples on its own background thread
-every :data:`FAST_INTERVAL_S`, finds children through ``/proc/PID/task/TID/children`` on
-Linux (``proc(5)``; psutil elsewhere), reads RSS from ``/proc/PID/statm`` (psutil's
-``memory_info``), and reads USS (private memory, psutil's ``memory_full_info``) when a
-process is first seen, often while it is young, then less and less often
-(:meth:`TreeSampler._uss_due`).
-
-The cadence follows the tree (:meth:`TreeSampler.interval`): every 10 ms while processes
-appear or end, every 50 ms once the tree has been stable for half a second, every 250 ms once
-stable for 3 s (a hang, a long steady loader), and a process's command line is re-read only in
-its first seconds (when a spawn child execs). Sampling a stable torch tree at the fast rate
-cost about 8 % of a core per running cell; adaptively, under 2 %.
+Sampling cost matters more than it seems. psutil's ``children(recursive=True)`` scans every
+process of the machine (about 5 ms) and ``memory_full_info()`` walks a process's page tables
+through ``/proc/PID/smaps`` (about 10 ms for a 170 MB torch process). So a
+:class:`TreeSampler` finds children through ``/proc/PID/task/TID/children`` on Linux
+(``proc(5)``; psutil elsewhere), reads RSS from ``/proc/PID/statm`` (psutil's
+``memory_info``), reads USS (private memory, psutil's ``memory_full_info``) when a process is
+first seen, often while it is young, then less and less often (:meth:`TreeSampler._uss_due`),
+and re-reads a process's command line only in its first seconds (when a spawn child execs).
+It has no thread of its own: the thread that watches the cell calls :meth:`TreeSampler.sample`
+every :meth:`TreeSampler.interval` seconds.
 
 **Self-reported peaks** (Linux). Reading USS was still most of the harness's own CPU, so every
 Python process of a cell now reports its own peak when it ends (``harness/child/cellsite/
@@ -34,8 +28,7 @@ itself (a crash, ``os.abort()``) is left without a USS. So with reports the samp
 only from processes that never armed (not Python, or not yet started).
 
 With reports the sampler no longer has to catch short workers itself, so it samples every
-:data:`REPORTED_INTERVAL_S`, on the thread that watches the cell (no thread of its own), and
-reads the kernel's high-water mark (``VmHWM``) rather than the current RSS: exact up to
+:data:`REPORTED_INTERVAL_S` instead of :data:`UNREPORTED_INTERVAL_S`, and reads the kernel's high-water mark (``VmHWM``) rather than the current RSS: exact up to
 the last sample, where an RSS reading could miss a peak between two samples. A worker killed
 """
 
@@ -47,13 +40,12 @@ import signal
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Iterable
 from pathlib import Path
 
 import psutil
 
-__all__ = ["FAST_INTERVAL_S", "PEAKS_ENV", "PeakReport", "TreeSampler", "USS_INTERVAL_S", "kill_tree",
+__all__ = ["PEAKS_ENV", "PeakReport", "TreeSampler", "USS_INTERVAL_S", "kill_tree",
            "linux_children", "peak_report_cpu_s", "read_peak_reports"]
 
 # multiprocessing starts its helpers as ``python -c 'from multiprocessing.X import main; ...'``
@@ -64,24 +56,12 @@ _HELPER_COMMAND = re.compile(r"from multiprocessing\.(?:resource_tracker|forkser
 #: Seconds after start during which the cell process may turn out to be a launcher stub (its
 #: only child runs the same arguments under another executable); after that it is the cell.
 LAUNCHER_WAIT_S = 2.0
-#: Seconds between two samples of the background thread (Linux; elsewhere the caller's cadence,
-#: see :meth:`TreeSampler.interval`)
-#: while the tree changes: the cell's first :data:`BUSY_S` seconds, and :data:`BUSY_S` after a
-#: process appeared or ended (a short fork worker lives well under 100 ms).
-FAST_INTERVAL_S = 0.01
-#: Seconds between two samples while the tree has not changed for :data:`BUSY_S` seconds (a
-#: stable loader, a hang): the same processes, whose memory changes slowly. Sampling a stable
-#: tree at the fast rate cost about 8 % of a core per running cell.
-SLOW_INTERVAL_S = 0.05
-BUSY_S = 0.5
-#: Seconds between two samples once the tree has not changed for :data:`SETTLED_S` seconds
-#: (a hang waiting for its timeout, a long steady loader); USS is then read every
+#: Seconds between two samples without self-reported peaks (macOS, Windows): the watcher's
+#: cadence, which also checks the timeout.
+UNREPORTED_INTERVAL_S = 0.05
+#: Seconds after which a process counts as settled: its USS is then read every
 #: :data:`USS_SETTLED_INTERVAL_S`.
-SETTLED_INTERVAL_S = 0.25
 SETTLED_S = 3.0
-#: Seconds a cell with no descendant yet is sampled at the fast rate (a fresh interpreter
-#: imports torch and the case before its first, possibly very short, worker starts).
-FIRST_CHILD_WAIT_S = 10.0
 USS_SETTLED_INTERVAL_S = 2.0
 #: Seconds between two USS readings of one process (each walks its page tables, about 4 ms for
 #: a torch process; see :meth:`TreeSampler._uss_due`).
@@ -175,9 +155,8 @@ class TreeSampler:
     ``exec`` (spawn's start) still shows the cell's command line and the cell's pages; its
     peaks restart when its command line changes, so those samples do not count.
 
-    On Linux a daemon thread samples every :data:`FAST_INTERVAL_S` seconds from construction
-    until :meth:`stop`, until the cell process is gone, or until the sampler is garbage
-    collected; :meth:`sample` may still be called at any time (it is thread-safe).
+    The caller samples (:meth:`sample`, thread-safe) every :meth:`interval` seconds until
+    the cell ends, then calls :meth:`stop`.
 
     Attributes:
         pid: the cell process.
@@ -190,14 +169,11 @@ class TreeSampler:
             (psutil objects refuse to signal a recycled pid).
     """
 
-    def __init__(self, pid: int, background: bool | None = None, peaks: Path | None = None,
-                 launcher: bool = True) -> None:
-        """Start sampling ``pid``'s tree.
+    def __init__(self, pid: int, peaks: Path | None = None, launcher: bool = True) -> None:
+        """Start sampling ``pid``'s tree (without ``peaks``, its first sample is taken at once).
 
         Args:
             pid: the cell process.
-            background: run the fast sampling thread; default: on Linux without ``peaks``
-                (with reports the caller's own cadence, :meth:`interval`, is enough).
             peaks: the folder the cell's processes report their own peaks to (see
                 :meth:`absorb`): a process that left its ``armed-PID`` marker there is not
                 read for USS while it runs; the reports also cover a cell too short for the
@@ -216,12 +192,10 @@ class TreeSampler:
         self._lock = threading.Lock()
         self._procs: dict[int, psutil.Process] = {}
         self._seen: dict[int, _Seen] = {}
-        self._stop = threading.Event()
         self._last_pids: frozenset[int] = frozenset()
         self._samples = 0
         self._cell_cmd: str | None = None
         self._cell_reported = False  # the cell process left its own peak report
-        self._changed_at = self._started
         try:
             self._proc: psutil.Process | None = psutil.Process(pid)
             self._procs[pid] = self._proc
@@ -229,13 +203,6 @@ class TreeSampler:
             self._proc = None
         if peaks is None:
             self.sample()  # at once: a cell may be over before the first tick
-        if background is None:
-            background = _FAST_CHILDREN and peaks is None
-        self._thread: threading.Thread | None = None
-        if background and self._proc is not None:
-            self._thread = threading.Thread(target=_sample_loop, args=(weakref.ref(self), self._stop),
-                                            name=f"tree-sampler-{pid}", daemon=True)
-            self._thread.start()
 
     # -- results ---------------------------------------------------------------------------
 
@@ -284,12 +251,9 @@ class TreeSampler:
     # -- sampling --------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop the background thread (idempotent), then read once more the peak (and, with
-        reports, the USS) of every process of the tree still alive, which is about to be
-        killed and will not report; the peaks stay readable."""
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=1.0)
+        """Read once more the peak (and, with reports, the USS) of every process of the tree
+        still alive, which is about to be killed and will not report; the peaks stay
+        readable. Idempotent."""
         self.sample()
         if self.peaks is None:
             return
@@ -393,7 +357,7 @@ class TreeSampler:
             now = time.monotonic()
             current = frozenset(pid for pid, _ in pids)
             if current != self._last_pids:
-                self._last_pids, self._changed_at = current, now
+                self._last_pids = current
             for pid, direct in pids:
                 proc = self._procs.get(pid)
                 if proc is None:
@@ -405,19 +369,10 @@ class TreeSampler:
                 self._sample_one(pid, proc, direct, now)
         return True
 
-    def interval(self, now: float) -> float:
-        """Seconds to the next sample: :data:`FAST_INTERVAL_S` while the tree changes (a
-        process appeared or ended in the last :data:`BUSY_S` seconds, or the cell is that
-        young) and until the cell's first descendant appears (at most
-        :data:`FIRST_CHILD_WAIT_S`), :data:`SETTLED_INTERVAL_S` once it has not changed for :data:`SETTLED_S`,
-        else :data:`SLOW_INTERVAL_S`. With self-reported peaks always
-        :data:`REPORTED_INTERVAL_S`."""
-        calm = now - self._changed_at
-        if self.peaks is not None:
-            return REPORTED_INTERVAL_S
-        if not self._seen and now - self._started < FIRST_CHILD_WAIT_S:
-            return FAST_INTERVAL_S  # the first workers may come only after the case's imports
-        return FAST_INTERVAL_S if calm < BUSY_S else SLOW_INTERVAL_S if calm < SETTLED_S else SETTLED_INTERVAL_S
+    def interval(self) -> float:
+        """Seconds to the next sample: :data:`REPORTED_INTERVAL_S` with self-reported peaks,
+        else :data:`UNREPORTED_INTERVAL_S`."""
+        return REPORTED_INTERVAL_S if self.peaks is not None else UNREPORTED_INTERVAL_S
 
     def _see_through_launcher(self) -> None:
         """Re-root the tree at the real interpreter when the cell process is a launcher stub.
@@ -670,20 +625,6 @@ def peak_report_cpu_s() -> float:
     overhead inside the cells)."""
     with _REPORT_LOCK:
         return _REPORT_CPU[0]
-
-
-def _sample_loop(ref: weakref.ref[TreeSampler], stop: threading.Event) -> None:
-    """Background sampling until stopped, the cell is gone, or the sampler is collected; at
-    :data:`FAST_INTERVAL_S` while the tree changes, else :data:`SLOW_INTERVAL_S`."""
-    first = ref()
-    interval = first.interval(time.monotonic()) if first is not None else FAST_INTERVAL_S
-    del first
-    while not stop.wait(interval):
-        sampler = ref()
-        if sampler is None or not sampler.sample():
-            return
-        interval = sampler.interval(time.monotonic())
-        del sampler
 
 
 def _any_exists(pid: int, known: Iterable[psutil.Process]) -> bool:

@@ -164,7 +164,7 @@ def _sampled_fork_child(peaks):
     the child's pid, then kills both."""
     code = "import os, time\nif os.fork() == 0:\n    time.sleep(30)\n    os._exit(0)\ntime.sleep(30)\n"
     proc = subprocess.Popen([sys.executable, "-c", code])
-    sampler = TreeSampler(proc.pid, background=False, peaks=peaks)
+    sampler = TreeSampler(proc.pid, peaks=peaks)
     try:
         for _ in range(500):
             sampler.sample()
@@ -293,7 +293,7 @@ def test_workers_orphaned_before_any_sample_are_read_before_the_kill(tmp_path):
     """)
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
-    sampler = TreeSampler(proc.pid, background=False, peaks=peaks, launcher=False)
+    sampler = TreeSampler(proc.pid, peaks=peaks, launcher=False)
     try:
         assert proc.stdout.readline() == "ready\n"
         proc.stdin.write("\n")
@@ -324,7 +324,7 @@ def test_reports_from_outside_the_cells_tree_are_ignored(tmp_path):
     # (the warm template's sys.path probe did) must not count as a worker.
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        sampler = TreeSampler(proc.pid, background=False)
+        sampler = TreeSampler(proc.pid)
         peaks = tmp_path / "peaks"
         peaks.mkdir()
         stranger, child = 999_999_001, 999_999_002
