@@ -19,6 +19,12 @@ Two guards:
   could not come back in the first batch, each with where it is defined (``file:line``; see
   :mod:`harness.inspect.diagnose`).
 
+* ``--check-loaders`` (``=error``, the default, or ``=warn``; or the ``check_loaders`` ini
+  option): every ``DataLoader`` and ``Dataset`` the test session constructs, whatever its
+  ``num_workers``, is checked once per construction site as a spawn or forkserver worker
+  start would receive it, loaded in a clean checker process (:mod:`harness.guard`). A test
+  that built an unsafe one fails; the session's summary lists every finding once.
+
 pytest is imported only by the hooks, so :func:`assert_spawn_safe` works without it.
 """
 
@@ -108,6 +114,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "platform's whole profile: windows, macos (spawn and torch's file_system sharing "
         "strategy), linux-py3.14 (forkserver), linux (fork); --mp-start-method is an older spelling",
     )
+    group.addoption(
+        "--check-loaders",
+        dest="check_loaders",
+        nargs="?",
+        const="error",
+        default=None,
+        choices=("error", "warn", "off"),
+        help="check every DataLoader and Dataset the tests construct, whatever their num_workers, "
+        "as a spawn worker start (forkserver with --start-method=linux-py3.14) would receive them: "
+        "error (the default) fails the test that built an unsafe one, warn only reports; "
+        "the ini option check_loaders sets the same",
+    )
+    group.addoption(
+        "--check-loaders-timeout",
+        dest="check_loaders_timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds one loader's check may take in the checker process (default 60)",
+    )
+    parser.addini("check_loaders", "error, warn or off: the default of --check-loaders", default="off")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -124,16 +151,48 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.errors import UsageError
 
     requested: str | None = config.getoption("start_method", default=None)
-    if not requested:
+    method = None
+    if requested:
+        try:
+            method = resolve_start_method(requested, available=True)
+        except UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    _configure_guard(config, method, PROFILES.get(requested) if requested else None)
+    if method is None:
         return
-    try:
-        method = resolve_start_method(requested, available=True)
-    except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
     multiprocessing.set_start_method(method, force=True)
-    emulating = PROFILES.get(requested)
+    emulating = PROFILES.get(requested or "")
     if emulating is not None:
         _apply_profile(emulating)
+
+
+def _configure_guard(config: pytest.Config, method: str | None, emulating: Platform | None) -> None:
+    """Register :class:`harness.guard.plugin.GuardPlugin` when ``--check-loaders`` (or the ini
+    option) asks for it: checked as ``forkserver`` when the start method is, else ``spawn``.
+
+    Raises:
+        pytest.UsageError: the ini option is not ``error``, ``warn`` or ``off``, or the
+            timeout is not a positive number.
+    """
+    import pytest
+
+    mode = config.getoption("check_loaders", default=None) or str(config.getini("check_loaders") or "off").strip()
+    if mode not in ("error", "warn", "off"):
+        raise pytest.UsageError(f"check_loaders: {mode!r} is not one of error, warn, off")
+    if mode == "off":
+        return
+    timeout = config.getoption("check_loaders_timeout", default=None)
+    if timeout is not None and not timeout > 0:
+        raise pytest.UsageError(f"--check-loaders-timeout: {timeout!r} is not a positive number of seconds")
+    from harness.guard.plugin import GuardPlugin
+    from harness.inspect import sites
+
+    sites.set_project_root(str(config.rootpath))
+    plugin = GuardPlugin(config, mode, "forkserver" if method == "forkserver" else "spawn",
+                         emulating.sharing_strategy if emulating is not None else None,
+                         timeout if timeout is not None else 60.0)
+    config.pluginmanager.register(plugin, "harness-check-loaders")
+    plugin.start()
 
 
 def _apply_profile(emulating: Platform) -> None:
@@ -156,9 +215,12 @@ def _apply_profile(emulating: Platform) -> None:
     _TEMP_DIR = emulated_temp_dir(emulating)
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:  # noqa: ARG001 - the hook's signature
-    """Restore ``TMPDIR`` and remove the emulated temp directory, if a profile made one."""
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the loader guard, restore ``TMPDIR`` and remove the emulated temp directory, if a profile made one."""
     global _TEMP_DIR
+    plugin = config.pluginmanager.get_plugin("harness-check-loaders")
+    if plugin is not None:
+        plugin.stop()
     if _TEMP_DIR is not None:
         _TEMP_DIR.close()
         _TEMP_DIR = None

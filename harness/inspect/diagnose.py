@@ -38,6 +38,7 @@ __all__ = [
     "diagnose",
     "diagnosis_from_child",
     "diagnosis_to_child",
+    "match_problems",
     "resolve_method",
 ]
 
@@ -313,3 +314,9 @@ def diagnosis_from_child(data: dict[str, Any]) -> Diagnosis:
         hazards=findings(data.get("hazards", [])),
         batch_note=data.get("batch_note", ""),
     )
+
+
+def match_problems(problems: list[Problem]) -> list[Finding]:
+    """Each problem as a :class:`Finding`, with the catalogue case that stands for it
+    (:func:`harness.inspect.hints.catalogue_hints`; read only when there is a problem)."""
+    return _findings(problems)

@@ -40,7 +40,16 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["definition_site", "display_path", "first_user_site", "is_library_file", "site_along", "user_site"]
+__all__ = [
+    "definition_site",
+    "display_path",
+    "first_user_site",
+    "is_library_file",
+    "project_file",
+    "set_project_root",
+    "site_along",
+    "user_site",
+]
 
 Site = tuple[str, int]
 #: ``id(class)`` → ``(class, its site)``: the class stays alive, so its id stays its own.
@@ -80,17 +89,79 @@ def _is_real_file(filename: Any) -> bool:
     return isinstance(filename, str) and bool(filename) and not (filename.startswith("<") and filename.endswith(">"))
 
 
+#: The project root that paths are shown relative to, and where installed copies of the
+#: project's own modules are looked for (:func:`set_project_root`); ``None``: the current directory.
+_PROJECT_ROOT: str | None = None
+#: Folders under a project root that are not its source (virtual environments, builds, caches).
+_NOT_SOURCE = frozenset({".git", ".hg", ".nox", ".tox", ".venv", "venv", "env", "build", "dist",
+                         "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".eggs"})
+
+
+def set_project_root(root: str | None) -> None:
+    """Show paths relative to ``root`` (``None``: the current directory, the default), and look
+    for the project's own files there (:func:`project_file`)."""
+    global _PROJECT_ROOT
+    _PROJECT_ROOT = os.path.abspath(root) if root else None
+    project_file.cache_clear()
+
+
+def _root() -> str:
+    return _PROJECT_ROOT or os.getcwd()
+
+
+@functools.lru_cache(maxsize=4096)
+def project_file(filename: str) -> str | None:
+    """The project's own source file that ``filename``, a module installed into a
+    site-packages folder (``pip install .``, not editable), was copied from; else ``None``.
+
+    ``site-packages/mypkg/data.py`` is looked for as ``ROOT/mypkg/data.py`` and
+    ``ROOT/DIR/mypkg/data.py`` for each folder ``DIR`` of the project root (``src/`` and the
+    like; not virtual environments or builds), ROOT being the project root
+    (:func:`set_project_root`, default the current directory). A file with the same bytes is
+    preferred; else the first one found (the install is older than the checkout).
+    """
+    try:
+        real = os.path.realpath(filename)
+        rel = next((real[len(d):] for d in _library_dirs()
+                    if real.startswith(d) and d.rstrip("/\\").endswith(("site-packages", "dist-packages"))), None)
+        if not rel:
+            return None
+        root = _root()
+        candidates = [os.path.join(root, rel)]
+        with os.scandir(root) as entries:
+            candidates += [os.path.join(e.path, rel) for e in sorted(entries, key=lambda e: e.name)
+                           if e.is_dir(follow_symlinks=False) and e.name not in _NOT_SOURCE
+                           and not e.name.startswith(".") and not e.name.endswith(".egg-info")]
+        found = [c for c in candidates if os.path.isfile(c) and os.path.realpath(c) != real]
+        if not found:
+            return None
+        with open(real, "rb") as fh:
+            installed = fh.read()
+        for candidate in found:
+            with open(candidate, "rb") as fh:
+                if fh.read() == installed:
+                    return candidate
+        return found[0]
+    except (OSError, ValueError):
+        return None
+
+
 def is_library_file(filename: str) -> bool:
-    """Whether ``filename`` lies in the standard library or a site-packages folder."""
+    """Whether ``filename`` lies in the standard library or a site-packages folder, and is
+    not an installed copy of the project's own source (:func:`project_file`)."""
     real = os.path.join(os.path.realpath(filename), "")
-    return real.startswith(_library_dirs())
+    return real.startswith(_library_dirs()) and project_file(filename) is None
 
 
 def display_path(filename: str) -> str:
-    """``filename`` relative to the current directory when under it (``/`` separators), else absolute."""
+    """``filename`` relative to the project root when under it (``/`` separators), else
+    absolute; an installed copy of the project's own source is shown as that source
+    (:func:`project_file`). The project root is the current directory unless
+    :func:`set_project_root` set one."""
     try:
+        filename = project_file(filename) or filename
         absolute = os.path.abspath(filename)
-        cwd = os.getcwd()
+        cwd = _root()
         for path, base in ((absolute, cwd), (os.path.realpath(absolute), os.path.realpath(cwd))):
             if os.path.commonpath([path, base]) == base:
                 return os.path.relpath(path, base).replace(os.sep, "/")
@@ -133,6 +204,9 @@ def _body_functions(cls: type) -> Iterable[types.FunctionType]:
         candidates = [value.fget, value.fset, value.fdel] if type(value) is property else [value]
         for candidate in candidates:
             func = _function_of(candidate)
+            inner = func.__dict__.get("__harness_guard__") if func is not None else None
+            if inner is not None:  # the pytest guard's wrapper of an __init__ (harness.guard.watch)
+                func = _function_of(inner)
             if func is not None and func.__qualname__.startswith(qualname + "."):
                 yield func
 

@@ -97,15 +97,18 @@ __all__ = [
     "TemporaryStorageError",
     "UnpicklingFailed",
     "WalkerPickler",
+    "base_table",
     "class_names",
     "describe_exception",
     "find_problems",
+    "find_references",
     "first_line",
     "hazard_probe",
     "measure_payload",
     "probe",
     "reraise_if_interrupted",
     "roundtrip",
+    "spawning",
     "type_name",
     "user_code_guard",
 ]
@@ -278,6 +281,20 @@ def _spawning(popen: _ProbePopen | None = None) -> Iterator[None]:
         yield
     finally:
         _mp_context.set_spawning_popen(previous)
+
+
+def spawning() -> contextlib.AbstractContextManager[None]:
+    """A stand-in spawning ``Popen`` installed for the block, as during a real spawn start
+    (``multiprocessing.context.set_spawning_popen``; thread-local), so that multiprocessing's
+    queues, locks and connections pickle, or refuse to, as they would then."""
+    return _spawning()
+
+
+def base_table() -> tuple[dict[Any, Any], tuple[type, ...]]:
+    """ForkingPickler's dispatch table (``copyreg.dispatch_table`` plus ``_EXTRA_REDUCERS``,
+    torch's reducers included once torch is imported) and torch's storage types; a shared
+    dict, not to be changed."""
+    return _base_table()
 
 
 def _shared_storage(nbytes: int) -> None:  # pragma: no cover - stands in for a storage; never loaded
@@ -1115,10 +1132,11 @@ class _Walker:
     reported by one walk only.
     """
 
-    def __init__(self, protocol: int, mode: str = "dump", after: _Walker | None = None) -> None:
+    def __init__(self, protocol: int, mode: str = "dump", after: _Walker | None = None,
+                 probe: Callable[..., BaseException | None] | None = None) -> None:
         self.protocol = protocol
         self.mode = mode
-        self._probe = {"dump": _try_dump, "load": _try_roundtrip, "hazard": _try_hazard}[mode]
+        self._probe = probe or {"dump": _try_dump, "load": _try_roundtrip, "hazard": _try_hazard}[mode]
         self.problems: list[Problem] = []
         self.reported: set[int] = set()
         # every object probed or queued: cut out of later probes
@@ -1557,3 +1575,80 @@ def find_problems(roots: Mapping[str, Any], protocol: int = PROTOCOL, *, load: b
                     newer.walk(name, obj)
             problems += newer.problems
     return _collapse(problems)
+
+
+class _ReferencePickler(_CutPickler):
+    """A :class:`_CutPickler` that raises ``failure`` on reaching a function or class saved by
+    reference to the global ``target`` (``(module, name)``; ``name`` ``None``: anything in the
+    module or its submodules)."""
+
+    def __init__(self, payload: Payload, protocol: int, weakrefs: list[Any], cut: set[int] | frozenset[int],
+                 target: tuple[str, str | None], failure: BaseException) -> None:
+        super().__init__(payload, protocol, weakrefs, cut)
+        self.target = target
+        self.failure = failure
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            module, name = self.target
+            try:
+                own = obj.__module__
+                qualname = getattr(obj, "__qualname__", obj.__name__)
+            except BaseException as exc:  # noqa: BLE001 - a hostile metaclass
+                reraise_if_interrupted(exc)
+                return NotImplemented
+            if isinstance(own, str) and (own == module or (name is None and own.startswith(module + "."))):
+                if name is None or qualname == name:
+                    raise self.failure
+        return NotImplemented
+
+
+def _try_reference(obj: Any, protocol: int = PROTOCOL, cut: set[int] | frozenset[int] | None = None,
+                   group: list[Any] | None = None, *, target: tuple[str, str | None],
+                   failure: UnpicklingFailed) -> BaseException | None:
+    """``failure`` when pickling ``obj`` (or a member of ``group``) reaches ``target``, else ``None``."""
+    payload = Payload()
+    with _spawning():
+        pickler = _ReferencePickler(payload, protocol, [], cut or frozenset(), target, failure)
+        if group is not None:
+            obj = [_Root(o, pickler) for o in group]
+        else:
+            pickler.next_root = id(obj)
+        try:
+            pickler.dump(obj)
+        except UnpicklingFailed as exc:
+            return exc if exc is failure else None
+        except BaseException as exc:  # noqa: BLE001 - a dump failure: the dump walk's business
+            reraise_if_interrupted(exc)
+        finally:
+            del pickler, obj
+    return None
+
+
+def find_references(roots: Mapping[str, Any], module: str, name: str | None, cause: BaseException,
+                    protocol: int = PROTOCOL) -> list[Problem]:
+    """Every object below ``roots`` that pickles as a reference to the global ``module.name``.
+
+    For a load that failed somewhere else than here (a clean interpreter, where the global
+    cannot be found: ``Can't get attribute 'X' on <module 'm'>``, ``No module named 'm'``):
+    the walk of :func:`find_problems`, where failing means reaching a function or class
+    pickled by reference to that global (``name`` ``None``: to anything in ``module``). Each
+    problem has label ``unpickle`` and the message ``pickles, but unpickling in the worker
+    fails: `` followed by ``cause``.
+
+    Raises:
+        KeyboardInterrupt: a real Ctrl-C (SIGINT) arrived; see :func:`user_code_guard`.
+    """
+    failure = UnpicklingFailed(cause)
+    probe = functools.partial(_try_reference, target=(module, name), failure=failure)
+    walker = _Walker(protocol, "load", probe=probe)
+    with user_code_guard(), _spawning():
+        for root, obj in roots.items():
+            walker.walk(root, obj)
+    out = []
+    for p in _collapse(walker.problems):
+        if p.path.endswith(".__class__") and p.holders:
+            # an instance of the class that cannot be found: named at the instance
+            p = dataclasses.replace(p, path=p.path[: -len(".__class__")], type=p.holders[0])
+        out.append(p)
+    return out

@@ -40,15 +40,14 @@ restored. Call :func:`follow_trip` inside :func:`harness.inspect.walker.user_cod
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import pickle
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from harness._options import DEFAULT_WORKERS
+from harness.child.worker_loop import NOTHING, draw_indices, first_batch
 from harness.inspect import sites
 from harness.inspect.target import Progress
 from harness.inspect.walker import (
@@ -83,9 +82,6 @@ __all__ = [
 #: the harness's one default worker count (:data:`harness._options.DEFAULT_WORKERS`).
 DEFAULT_NUM_WORKERS = DEFAULT_WORKERS
 
-#: :func:`first_batch` and :func:`_draw_indices`: there is nothing (no batch the worker would
-#: send back, no index drawn).
-NOTHING: Any = object()
 
 
 @dataclass
@@ -151,109 +147,6 @@ def worker_start(obj: Any, num_workers: int | None = None) -> WorkerStart:
     return WorkerStart(
         roots=roots, args=args, num_workers=n, index_sampler=obj._index_sampler, sampler=obj.sampler
     )
-
-
-def _draw_indices(index_sampler: Any) -> Any:
-    """The first item the main process puts on a worker's index queue, or :data:`NOTHING`.
-
-    Draws one batch from a fresh iterator over the loader's index sampler (its
-    ``batch_sampler``, or its ``sampler`` without automatic batching), with the global random
-    states of torch, ``random`` and numpy saved and restored, so the caller's streams do not
-    move. A sampler that raises an ``Exception``, or is empty, gives :data:`NOTHING`: it fails
-    the same way under every method. (An iterable dataset without batching draws ``None``.)
-
-    Raises:
-        BaseException: what the sampler (or the dataset's ``__len__``) raises that is not an
-            ``Exception`` (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``): it would
-            end or abort the user's program; :func:`follow_trip` reports it at ``indices``.
-    """
-    import random
-
-    import numpy as np
-    import torch
-
-    py_state, np_state = random.getstate(), np.random.get_state()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            return next(iter(index_sampler), NOTHING)
-    except Exception:  # noqa: BLE001 - a broken sampler is not a start-method problem
-        return NOTHING
-    finally:
-        random.setstate(py_state)
-        np.random.set_state(np_state)
-
-
-def first_batch(args: Sequence[Any], indices: Any) -> Any:
-    """The first batch worker 0 sends back, built from ``args`` as ``_worker_loop`` builds it.
-
-    ``args`` is the worker's own copy of the arguments (:attr:`WorkerStart.args` after a
-    :func:`harness.inspect.walker.roundtrip`), so nothing the user's code does here touches the
-    live loader. As in ``torch/utils/data/_utils/worker.py``: ``random``, torch and numpy are
-    seeded from ``base_seed + worker_id``, ``get_worker_info()`` describes worker 0,
-    ``worker_init_fn(0)`` runs, and the fetcher (``_DatasetKind.create_fetcher``) fetches
-    ``indices``: ``dataset[i]`` for each index (or ``__getitems__``) then ``collate_fn`` under
-    automatic batching, else ``collate_fn(dataset[index])``, or the next items of an iterable
-    dataset. Torch's thread count and signal handlers are left alone. The random states and
-    ``get_worker_info()`` are restored afterwards.
-
-    Returns:
-        The batch, or :data:`NOTHING` when the worker would send none back: ``worker_init_fn``,
-        the dataset or ``collate_fn`` raised an ``Exception`` (the worker sends it to the main
-        process, which re-raises it, under every start method, ``num_workers=0`` included) or
-        an iterable dataset is exhausted.
-
-    Raises:
-        BaseException: what the user's code raises that is not an ``Exception``
-            (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``): it ends the worker.
-    """
-    kind, dataset, auto_collation, collate_fn, drop_last, base_seed, init_fn, worker_id, n = args[
-        :9
-    ]
-    with _as_worker(dataset, base_seed, worker_id, n):
-        try:
-            if init_fn is not None:
-                init_fn(worker_id)
-            fetcher = _dataset_kind().create_fetcher(
-                kind, dataset, auto_collation, collate_fn, drop_last
-            )
-            return fetcher.fetch(indices)
-        except Exception:  # noqa: BLE001 - sent to the main process and re-raised there, under every method
-            return NOTHING
-
-
-def _dataset_kind() -> Any:
-    """torch's ``_DatasetKind`` (its ``create_fetcher`` is not annotated)."""
-    from torch.utils.data import _DatasetKind
-
-    return _DatasetKind
-
-
-@contextmanager
-def _as_worker(dataset: Any, base_seed: int, worker_id: int, num_workers: int) -> Iterator[None]:
-    """This process seeded and described as worker ``worker_id`` is by ``_worker_loop``; the
-    random states of ``random``, numpy and torch and ``get_worker_info()`` restored afterwards."""
-    import random
-
-    import numpy as np
-    import torch
-
-    torch_worker: Any = importlib.import_module("torch.utils.data._utils.worker")
-    py_state, np_state = random.getstate(), np.random.get_state()
-    previous_info = torch_worker._worker_info
-    try:
-        with torch.random.fork_rng(devices=[]):
-            seed = base_seed + worker_id
-            random.seed(seed)
-            torch.manual_seed(seed)
-            np.random.seed(torch_worker._generate_state(base_seed, worker_id))
-            torch_worker._worker_info = torch_worker.WorkerInfo(
-                id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset
-            )
-            yield
-    finally:
-        torch_worker._worker_info = previous_info
-        random.setstate(py_state)
-        np.random.set_state(np_state)
 
 
 def index_problems(indices: Any) -> list[Problem]:
@@ -385,7 +278,7 @@ def _send_indices(start: WorkerStart, step: Progress, trip: Trip) -> tuple[Any, 
     """Draw the first indices and round-trip them: ``(indices or NOTHING, whether they fail)``."""
     step("drawing the first indices")
     try:
-        indices = _draw_indices(start.index_sampler)
+        indices = draw_indices(start.index_sampler)
     except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt... from the sampler
         reraise_if_interrupted(exc)
         trip.problems.append(

@@ -1,0 +1,131 @@
+"""The guard of one test session: every construction seen, checked once per site, and findings per test.
+
+:class:`Guard` owns the :class:`harness.guard.watch.ConstructionWatch` and the
+:class:`harness.guard.checker.Checker`. Each object constructed during a test is checked
+once per construction site (file, line and class): the first object made there is
+snapshotted (:func:`harness.guard.check.snapshot`), later ones reuse its verdict, so a
+parametrized test checks its site once and each of its tests gets the verdict.
+:meth:`Guard.take` ends a test: it resolves the test's verdicts and drops the datasets that a
+loader of the same test wraps (the loader's verdict covers them).
+
+Nothing here changes what the test observes: no start method, sharing strategy,
+environment variable or module is set, and the harness modules the check needs are imported
+when the guard is installed, not during a test. Whatever the check itself meets that is not
+the user's code failing (a harness bug) becomes a note on the verdict, never an error in the
+test.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from harness.guard.check import Verdict, resolve, snapshot
+from harness.guard.checker import Checker
+from harness.guard.watch import ConstructionWatch, Site
+from harness.inspect.walker import reraise_if_interrupted, type_name
+
+__all__ = ["Guard"]
+
+
+class Guard:
+    """The session's guard.
+
+    Args:
+        method: ``spawn`` or ``forkserver``: the start checked.
+        sharing_strategy: torch's sharing strategy in the checker (a platform profile's), or
+            ``None`` for torch's default.
+        timeout_s: seconds one check may take in the checker.
+    """
+
+    def __init__(self, method: str = "spawn", sharing_strategy: str | None = None, timeout_s: float = 60.0) -> None:
+        self.method = method
+        self.sharing_strategy = sharing_strategy
+        self.checker = Checker(timeout_s)
+        self.watch = ConstructionWatch(self._constructed)
+        self.by_site: dict[tuple[str, Site | None, str], Verdict] = {}
+        self._current: list[tuple[Verdict, Any]] = []
+        self.test = ""  # node id of the running test
+        self.errors: list[str] = []  # harness-side failures, shown in the summary
+        self._lock = threading.Lock()
+
+    def install(self) -> None:
+        """Import what a check needs, then watch constructions."""
+        import harness.guard.summary  # noqa: F401 - imported now, not during a test
+        import harness.inspect.sites  # noqa: F401
+        import harness.inspect.worker_start  # noqa: F401
+
+        self.watch.install()
+
+    def close(self) -> None:
+        """Stop watching and end the checker."""
+        self.watch.uninstall()
+        self.checker.close()
+
+    def _constructed(self, obj: Any, site: Site | None) -> None:
+        try:
+            self._check(obj, site)
+        except BaseException as exc:  # noqa: BLE001 - the test must not see the guard fail
+            reraise_if_interrupted(exc)
+            self.errors.append(f"{type_name(obj)} at {site}: the guard failed: {type(exc).__name__}: {exc}")
+
+    def _check(self, obj: Any, site: Site | None) -> None:
+        from torch.utils.data import DataLoader
+
+        kind = "loader" if isinstance(obj, DataLoader) else "dataset"
+        key = (kind, site, type_name(obj))
+        with self._lock:
+            verdict = self.by_site.get(key)
+        if verdict is None:
+            self.checker.warm_up()
+            with self.watch.quiet():
+                verdict = snapshot(obj, kind, site, self.method, self.checker, self.sharing_strategy)
+            with self._lock:
+                self.by_site[key] = verdict
+        self._current.append((verdict, obj))
+
+    def take(self) -> list[Verdict]:
+        """The verdicts of the objects constructed since the last call, resolved, without the
+        datasets that a loader among them wraps; each once."""
+        current, self._current = self._current, []
+        wrapped: set[int] = set()
+        for verdict, obj in current:
+            if verdict.kind == "loader":
+                wrapped |= _datasets_of(getattr(obj, "dataset", None))
+        out: list[Verdict] = []
+        for verdict, obj in current:
+            if verdict.kind == "dataset" and id(obj) in wrapped:
+                continue
+            if verdict.pending or verdict.start is not None:
+                try:
+                    resolve(verdict, self.checker)
+                except BaseException as exc:  # noqa: BLE001 - a harness failure is a note, not the test's
+                    reraise_if_interrupted(exc)
+                    verdict.note = f"not checked: the guard failed: {type(exc).__name__}: {exc}"
+                    verdict.start = verdict.request = None
+            if not any(v is verdict for v in out):
+                out.append(verdict)
+                if self.test and self.test not in verdict.tests:
+                    verdict.tests.append(self.test)
+        return out
+
+
+def _datasets_of(dataset: Any, limit: int = 64) -> set[int]:
+    """Ids of ``dataset`` and of the datasets it wraps (``Subset.dataset``,
+    ``ConcatDataset.datasets``, and the same attributes of user wrappers), at most ``limit``."""
+    seen: set[int] = set()
+    stack = [dataset]
+    while stack and len(seen) < limit:
+        ds = stack.pop()
+        if ds is None or id(ds) in seen:
+            continue
+        seen.add(id(ds))
+        try:
+            inner = vars(ds) if hasattr(ds, "__dict__") else {}
+        except TypeError:
+            inner = {}
+        if "dataset" in inner:
+            stack.append(inner["dataset"])
+        if isinstance(inner.get("datasets"), (list, tuple)):
+            stack.extend(inner["datasets"])
+    return seen

@@ -1,0 +1,88 @@
+"""Where each case breaks by default: the compatibility view in a small file that ships with the package.
+
+The pytest guard and ``harness diagnose`` run in a user's project, where the repository's
+``reports/`` folder is not; they still quote the committed matrix. ``python -m
+harness.report.breaks`` merges the committed shards (``reports/shards/``), takes their
+compatibility view (:func:`harness.report.platforms.compatibility`: per case and per platform
+column, the outcome under that platform's default start method, ``observed``, ``emulated``
+or ``predicted``), and writes it to :data:`BREAKS_FILE`; ``tests/unit/test_breaks.py`` fails
+when the file is not what the committed shards give.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BREAKS_FILE", "breaks_data", "breaks_for", "describe_breaks", "main"]
+
+#: The packaged view: ``{"runners": [ids], "cases": {case: [{"platform", "method", "outcome",
+#: "kind", "provenance", "runner"}]}}``.
+BREAKS_FILE = Path(__file__).resolve().parents[1] / "data" / "breaks.json"
+
+#: How each platform column is named in a finding.
+_TITLES = {
+    "windows": "Windows",
+    "macos": "macOS",
+    "linux-py>=3.14": "Linux, Python 3.14+",
+    "linux-py<=3.13": "Linux, Python 3.13 and older",
+}
+
+
+def breaks_data(shard_dir: Path) -> dict[str, Any]:
+    """The view of the shards in ``shard_dir``, as :data:`BREAKS_FILE` holds it."""
+    from harness.report.merge import load_shards, merge
+    from harness.report.platforms import compatibility
+
+    shards, rejected = load_shards(shard_dir)
+    matrix = merge(shards, rejected)
+    cells = compatibility(matrix["runners"], matrix["results"])
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for cell in cells:
+        cases.setdefault(cell["case"], []).append(
+            {k: cell[k] for k in ("platform", "method", "outcome", "kind", "provenance", "runner")})
+    return {"runners": sorted(r["id"] for r in matrix["runners"]), "cases": cases}
+
+
+@functools.lru_cache(maxsize=1)
+def _packaged() -> dict[str, Any]:
+    try:
+        data = json.loads(BREAKS_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"cases": {}}
+    return data if isinstance(data, dict) and isinstance(data.get("cases"), dict) else {"cases": {}}
+
+
+def breaks_for(case_id: str) -> list[dict[str, Any]]:
+    """The packaged cells of ``case_id`` whose outcome is not ``pass`` (``[]``: none, or unknown)."""
+    cells = _packaged()["cases"].get(case_id) or []
+    return [c for c in cells if isinstance(c, dict) and c.get("outcome") not in ("pass", None)]
+
+
+def describe_breaks(case_id: str) -> str:
+    """``Windows (spawn: error/pickle, emulated); Linux, Python 3.14+ (forkserver: error/pickle,
+    observed)``, or ``""`` when the committed matrix shows it failing nowhere by default."""
+    parts = []
+    for c in breaks_for(case_id):
+        outcome = f"{c['outcome']}/{c['kind']}" if c.get("kind") else str(c["outcome"])
+        parts.append(f"{_TITLES.get(c['platform'], c['platform'])} ({c['method']}: {outcome}, {c['provenance']})")
+    return "; ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m harness.report.breaks [SHARD_DIR]``: rewrite :data:`BREAKS_FILE` (default
+    shards: ``reports/shards``)."""
+    args = sys.argv[1:] if argv is None else argv
+    shard_dir = Path(args[0]) if args else Path("reports/shards")
+    data = breaks_data(shard_dir)
+    BREAKS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    BREAKS_FILE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"{BREAKS_FILE}: {len(data['cases'])} cases from {len(data['runners'])} runners")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
