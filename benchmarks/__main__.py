@@ -32,7 +32,8 @@ ordered by the per-method defaults of :mod:`harness.run.schedule`. The load aver
 after is recorded: other work on the machine slows both sides.
 
 When ``benchmarks/bench_diagnose.py`` is present its ``run_benchmark()`` result is added
-under ``diagnose``. Exit status: 0 when every target is met, 1 otherwise, 2 on a usage error.
+under ``diagnose``, and ``benchmarks/bench_guard.py``'s (``pytest --check-loaders`` on 50
+small loaders against the same session without it, target ratio <= 1.25) under ``guard``. Exit status: 0 when every target is met, 1 otherwise, 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -325,6 +326,13 @@ def _diagnose_benchmark() -> dict | None:
     return bench_diagnose.run_benchmark()
 
 
+def _guard_benchmark() -> dict:
+    """``benchmarks.bench_guard.run_benchmark()``: the pytest guard's cost ratio."""
+    from benchmarks import bench_guard
+
+    return bench_guard.run_benchmark()
+
+
 def _table(result: dict) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -372,17 +380,30 @@ def _table(result: dict) -> None:
             if not isinstance(value, (dict, list)):
                 dt.add_row(key, str(value))
         console.print(dt)
+    guard = result.get("guard")
+    if guard:
+        gt = Table(title="pytest --check-loaders against the same session without it")
+        for column in ("suite", "plain_s (median)", "guarded_s (median)", "ratio", "target"):
+            gt.add_column(column, justify="right" if column != "suite" else "left")
+        gt.add_row(f"{guard['loaders']} tests, a loader each", f"{guard['suite']['plain_s']:.2f}",
+                   f"{guard['suite']['guarded_s']:.2f}", f"{guard['suite']['ratio']:.3f}", f"<= {guard['target_ratio']}")
+        if guard.get("downstream"):
+            d = guard["downstream"]
+            gt.add_row("tests/data/guarded (sample project)", f"{d['plain_s']:.2f}", f"{d['guarded_s']:.2f}",
+                       f"{d['ratio']:.3f}", "")
+        console.print(gt)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m benchmarks [--repeat N] [--naive-repeat N] [--no-naive] [--skip-diagnose]
-    [--out PATH] [-- HARNESS_RUN_ARGS]``."""
+    [--skip-guard] [--out PATH] [-- HARNESS_RUN_ARGS]``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2, help="warm runs (default 2); medians reported")
     parser.add_argument("--naive-repeat", type=int, default=1, help="fresh serial runs (default 1)")
     parser.add_argument("--no-naive", action="store_true", help="skip the fresh serial run")
     parser.add_argument("--jobs", type=int, default=None, help="parallel cells (default: usable cores)")
     parser.add_argument("--skip-diagnose", action="store_true", help="skip the diagnose benchmark")
+    parser.add_argument("--skip-guard", action="store_true", help="skip the pytest --check-loaders benchmark")
     parser.add_argument("--out", type=Path, default=Path("reports/bench.json"))
     parser.add_argument("harness_args", nargs="*", help="after --: harness run selection, e.g. --cases 'transform-*'")
     args = parser.parse_args(argv)
@@ -396,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
         if diag is not None:
             result["diagnose"] = diag
             result["ok"] = bool(result["ok"] and diag.get("ok", True))
+    if not args.skip_guard:
+        result["guard"] = _guard_benchmark()
+        result["ok"] = bool(result["ok"] and result["guard"]["ok"])
     from harness.shard.format import write_json_atomic
 
     write_json_atomic(args.out, result)

@@ -120,7 +120,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         nargs="?",
         const="error",
         default=None,
-        choices=("error", "warn", "off"),
+        metavar="error|warn|off",
         help="check every DataLoader and Dataset the tests construct, whatever their num_workers, "
         "as a spawn worker start (forkserver with --start-method=linux-py3.14) would receive them: "
         "error (the default) fails the test that built an unsafe one, warn only reports; "
@@ -166,6 +166,36 @@ def pytest_configure(config: pytest.Config) -> None:
         _apply_profile(emulating)
 
 
+def _guard_mode(config: pytest.Config) -> str:
+    """``error``, ``warn`` or ``off``, from ``--check-loaders`` or the ``check_loaders`` ini option.
+
+    ``--check-loaders PATH`` (a flag followed by a test path, which argparse takes for the
+    option's value) is ``--check-loaders`` and ``PATH``: the path is given back to the
+    positional arguments.
+
+    Raises:
+        pytest.UsageError: the ini option is not ``error``, ``warn`` or ``off``.
+    """
+    import pytest
+
+    value = config.getoption("check_loaders", default=None)
+    if value is not None and value not in ("error", "warn", "off"):
+        from _pytest.config import Config
+
+        if config.args_source == Config.ArgsSource.ARGS:
+            config.args.insert(0, value)
+        else:
+            config.args[:] = [value]
+            config.args_source = Config.ArgsSource.ARGS
+        value = "error"
+    if value is not None:
+        return str(value)
+    ini = str(config.getini("check_loaders") or "off").strip()
+    if ini not in ("error", "warn", "off"):
+        raise pytest.UsageError(f"check_loaders: {ini!r} is not one of error, warn, off (ini option)")
+    return ini
+
+
 def _configure_guard(config: pytest.Config, method: str | None, emulating: Platform | None) -> None:
     """Register :class:`harness.guard.plugin.GuardPlugin` when ``--check-loaders`` (or the ini
     option) asks for it: checked as ``forkserver`` when the start method is, else ``spawn``.
@@ -176,9 +206,7 @@ def _configure_guard(config: pytest.Config, method: str | None, emulating: Platf
     """
     import pytest
 
-    mode = config.getoption("check_loaders", default=None) or str(config.getini("check_loaders") or "off").strip()
-    if mode not in ("error", "warn", "off"):
-        raise pytest.UsageError(f"check_loaders: {mode!r} is not one of error, warn, off")
+    mode = _guard_mode(config)
     if mode == "off":
         return
     timeout = config.getoption("check_loaders_timeout", default=None)
@@ -220,7 +248,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     global _TEMP_DIR
     plugin = config.pluginmanager.get_plugin("harness-check-loaders")
     if plugin is not None:
+        from harness.inspect import sites
+
         plugin.stop()
+        sites.set_project_root(None)
     if _TEMP_DIR is not None:
         _TEMP_DIR.close()
         _TEMP_DIR = None

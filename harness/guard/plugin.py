@@ -57,8 +57,8 @@ class GuardPlugin:
         """Install the watch and start the checker in the background (its torch import then
         overlaps the collection's)."""
         if self.guard is not None:
+            self.guard.checker.warm_up()  # before this process imports torch: the two imports overlap
             self.guard.install()
-            self.guard.checker.warm_up()
 
     def stop(self) -> None:
         if self.guard is not None:
