@@ -5,8 +5,9 @@ The pytest guard and ``harness diagnose`` run in a user's project, where the rep
 harness.report.breaks`` merges the committed shards (``reports/shards/``), takes their
 compatibility view (:func:`harness.report.platforms.compatibility`: per case and per platform
 column, the outcome under that platform's default start method, ``observed``, ``emulated``
-or ``predicted``), and writes it to :data:`BREAKS_FILE`; ``tests/unit/test_breaks.py`` fails
-when the file is not what the committed shards give.
+or ``predicted``), and writes it to :func:`breaks_file`, ``breaks.json`` in the built-in
+catalogue's package (the catalogue's observations stay with the catalogue; the harness names
+no case); ``tests/unit/test_breaks.py`` fails when the file is not what the committed shards give.
 """
 
 from __future__ import annotations
@@ -17,11 +18,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BREAKS_FILE", "breaks_data", "breaks_for", "describe_breaks", "main"]
+__all__ = ["breaks_data", "breaks_file", "breaks_for", "describe_breaks", "main"]
 
-#: The packaged view: ``{"runners": [ids], "cases": {case: [{"platform", "method", "outcome",
-#: "kind", "provenance", "runner"}]}}``.
-BREAKS_FILE = Path(__file__).resolve().parents[1] / "data" / "breaks.json"
+
+def breaks_file() -> Path:
+    """The packaged view, ``breaks.json`` beside the built-in catalogue's cases: ``{"runners":
+    [ids], "cases": {case: [{"platform", "method", "outcome", "kind", "provenance", "runner"}]}}``.
+
+    Raises:
+        CatalogueError: the built-in catalogue is not installed.
+    """
+    from harness.catalogue.discover import default_catalogue_dir
+
+    return default_catalogue_dir() / "breaks.json"
 
 #: How each platform column is named in a finding.
 _TITLES = {
@@ -49,9 +58,11 @@ def breaks_data(shard_dir: Path) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _packaged() -> dict[str, Any]:
+    from harness.errors import CatalogueError
+
     try:
-        data = json.loads(BREAKS_FILE.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(breaks_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError, CatalogueError):
         return {"cases": {}}
     return data if isinstance(data, dict) and isinstance(data.get("cases"), dict) else {"cases": {}}
 
@@ -73,14 +84,14 @@ def describe_breaks(case_id: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.report.breaks [SHARD_DIR]``: rewrite :data:`BREAKS_FILE` (default
+    """``python -m harness.report.breaks [SHARD_DIR]``: rewrite :func:`breaks_file` (default
     shards: ``reports/shards``)."""
     args = sys.argv[1:] if argv is None else argv
     shard_dir = Path(args[0]) if args else Path("reports/shards")
     data = breaks_data(shard_dir)
-    BREAKS_FILE.parent.mkdir(parents=True, exist_ok=True)
-    BREAKS_FILE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"{BREAKS_FILE}: {len(data['cases'])} cases from {len(data['runners'])} runners")
+    path = breaks_file()
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"{path}: {len(data['cases'])} cases from {len(data['runners'])} runners")
     return 0
 
 

@@ -1,0 +1,61 @@
+"""The guard's clean checker process against datasets that kill it, hang in it or exit from it.
+
+Each check is a real round trip: pickled here, loaded and run in the checker interpreter.
+Whatever happens there is a finding, and the next check starts a fresh checker.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import psutil
+import pytest
+from torch.utils.data import DataLoader
+
+from harness.guard.check import resolve, snapshot
+from harness.guard.checker import Checker
+
+from tests.e2e.test_pytest_plugin import USER
+
+
+@pytest.fixture
+def hostile(monkeypatch):
+    monkeypatch.syspath_prepend(str(USER))
+    return importlib.import_module("guard_hostile")
+
+
+@pytest.fixture
+def checker():
+    c = Checker(timeout_s=5)
+    yield c
+    pids = []
+    if c._proc is not None:
+        pids.append(c._proc.pid)
+    c.close()
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+def _check(obj, checker):
+    return resolve(snapshot(obj, "loader", None, "spawn", checker, None), checker)
+
+
+def test_a_worker_that_dies_loading_is_a_finding_and_the_next_check_works(hostile, checker):
+    dead = _check(DataLoader(hostile.ExitsWhenLoaded(), num_workers=2), checker)
+    assert dead.unsafe
+    assert "exit status 3" in dead.findings[0].problem.message
+    fine = _check(DataLoader(hostile.Plain(), batch_size=2, num_workers=2), checker)
+    assert not fine.unsafe and fine.note == ""
+    assert checker.started == 2
+
+
+def test_a_first_batch_that_hangs_times_out(hostile, checker):
+    hung = _check(DataLoader(hostile.HangsInGetitem(), num_workers=0), checker)
+    assert hung.unsafe
+    assert "no answer within 5 s" in hung.findings[0].problem.message
+
+
+def test_system_exit_in_getitem_is_a_finding_at_the_batch(hostile, checker):
+    v = _check(DataLoader(hostile.RaisesSystemExitInGetitem(), num_workers=2), checker)
+    assert [f.problem.path for f in v.findings] == ["batch"]
+    assert "building the first batch raised SystemExit: 5" in v.findings[0].problem.message
+    assert v.findings[0].problem.file.endswith("guard_hostile.py")
