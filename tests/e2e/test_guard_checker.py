@@ -14,7 +14,6 @@ from torch.utils.data import DataLoader
 
 from harness.guard.check import resolve, snapshot
 from harness.guard.checker import Checker
-
 from tests.e2e.test_pytest_plugin import USER
 
 
