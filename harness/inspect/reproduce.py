@@ -92,10 +92,14 @@ class Reproduction:
     note: str | None = None
     case: str | None = None
     fix: str | None = None
+    notebook: bool = False
+    cell: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """``{"script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "case",
-        "fix", "note"}``."""
+        "fix", "note"}``; a notebook adds ``"cell"``: the 1-based index, among all its cells
+        (markdown included), of the cell that failed or hung, ``null`` on a pass."""
+        extra: dict[str, Any] = {"cell": self.cell} if self.notebook else {}
         return {
             "script": self.script,
             "method": self.method,
@@ -107,6 +111,7 @@ class Reproduction:
             "case": self.case,
             "fix": self.fix,
             "note": self.note,
+            **extra,
         }
 
     def format_text(self) -> str:
@@ -114,7 +119,8 @@ class Reproduction:
         as_what = self.method if self.requested == self.method else f"{self.requested} ({self.method})"
         v = self.verdict
         outcome = outcome_label(v.outcome, v.kind, "{outcome} ({kind})")
-        lines = [f"{self.script} under {as_what}: {outcome} after {self.duration_s:.1f} s"]
+        where = f" in cell {self.cell}" if self.notebook and self.cell is not None and v.outcome != "pass" else ""
+        lines = [f"{self.script} under {as_what}: {outcome}{where} after {self.duration_s:.1f} s"]
         if self.note:
             lines.append(f"note: {self.note}")
         if v.outcome != "pass":
@@ -271,8 +277,17 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
     if not path.is_file():
         raise FileNotFoundError(f"{script}: script not found")
     resolved = resolve_start_method(method, available=True)
+    notebook = path.suffix.lower() == ".ipynb"
+    state = None
+    if notebook:
+        from harness.notebook import kernel_run
+
+        state = kernel_run.NotebookRun.prepare(path)
+        case, argv = _script_case(kernel_run.DRIVER), state.argv
+    else:
+        case = _script_case(path)
     emulating = PROFILES.get(method)
-    spec = ScriptSpec(case=_script_case(path), method=resolved, num_workers=DEFAULT_WORKERS, timeout_s=timeout_s,
+    spec = ScriptSpec(case=case, method=resolved, num_workers=DEFAULT_WORKERS, timeout_s=timeout_s,
                       profile=emulating.id if emulating else None, argv=tuple(argv), cwd=cwd or os.getcwd())
     long_temp = emulated_temp_dir(emulating) if emulating else None
     try:
@@ -280,14 +295,16 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
     finally:
         if long_temp is not None:
             long_temp.close()
+        cell = state.finish() if state is not None else None
     verdict = classify(run.observation)
     stderr = run.observation.stderr
     tail = [line for line in stderr.splitlines() if line.strip()][-12:]
-    case = case_for(verdict, stderr)
+    case = case_for(verdict, stderr)  # type: ignore[assignment]
     return Reproduction(script=str(script), method=resolved, requested=method, verdict=verdict,
                         duration_s=run.wall_s, hint=hint_for(verdict, timeout_s, stderr),
                         stderr_tail=tail if verdict.outcome != "pass" else [], note=python_note(method),
-                        case=case.id if case else None, fix=case.fix if case else None)
+                        case=case.id if case else None, fix=case.fix if case else None,
+                        notebook=notebook, cell=cell if verdict.outcome != "pass" else None)
 
 
 def _script_case(path: Path) -> Case:
