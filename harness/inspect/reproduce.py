@@ -300,8 +300,14 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
     stderr = run.observation.stderr
     tail = [line for line in stderr.splitlines() if line.strip()][-12:]
     case = case_for(verdict, stderr)  # type: ignore[assignment]
+    hint = hint_for(verdict, timeout_s, stderr)
+    if notebook and verdict.outcome != "pass":
+        from harness.notebook.cells import move_hint
+
+        move = move_hint(path, f"{stderr}\n{verdict.root_cause}")
+        hint = f"{move}; {hint}" if move and hint else (move or hint)
     return Reproduction(script=str(script), method=resolved, requested=method, verdict=verdict,
-                        duration_s=run.wall_s, hint=hint_for(verdict, timeout_s, stderr),
+                        duration_s=run.wall_s, hint=hint,
                         stderr_tail=tail if verdict.outcome != "pass" else [], note=python_note(method),
                         case=case.id if case else None, fix=case.fix if case else None,
                         notebook=notebook, cell=cell if verdict.outcome != "pass" else None)
