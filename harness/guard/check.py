@@ -33,6 +33,7 @@ from harness.inspect import sites
 from harness.inspect.diagnose import Finding, match_problems
 from harness.inspect.walker import (
     HAZARDS,
+    Payload,
     Problem,
     class_names,
     find_problems,
@@ -76,6 +77,7 @@ class Verdict:
     start: WorkerStart | None = field(default=None, repr=False)
     request: int | None = field(default=None, repr=False)
     problems: list[Problem] = field(default_factory=list, repr=False)
+    payload: Payload | None = field(default=None, repr=False)
 
     @property
     def unsafe(self) -> bool:
@@ -125,6 +127,7 @@ def snapshot(obj: Any, kind: str, site: Site | None, method: str, checker: Check
             verdict.problems = _walked(start, exc)
             verdict.note = "the worker arguments do not pickle, so loading and the first batch were not checked"
             return verdict
+        verdict.payload = Payload(stream_bytes=len(pickled.data), buffer_bytes=sum(n for _, n in pickled.buffers))
         if any(h.applies() for h in HAZARDS) and hazard_probe(start.args) is not None:
             verdict.problems = [p for p in find_problems(start.roots, hazards=True) if p.breaks_on]
         sampler = pickle_sampler(start.index_sampler)

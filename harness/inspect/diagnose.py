@@ -69,7 +69,7 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         """``{"path", "type", "message", "case", "fix", "file", "line"}``, plus ``"breaks_on"``
-        (``"3.14"``) for a version hazard. ``file`` and ``line`` are ``null`` when the culprit
+        (``"3.14"``) for a version hazard and ``"cell"`` for a culprit defined in a notebook. ``file`` and ``line`` are ``null`` when the culprit
         has no site (see :mod:`harness.inspect.sites`)."""
         p = self.problem
         out: dict[str, Any] = {
@@ -83,12 +83,17 @@ class Finding:
         }
         if p.breaks_on:
             out["breaks_on"] = p.breaks_on
+        if p.cell is not None:
+            out["cell"] = p.cell
         return out
 
     @property
     def location(self) -> str:
-        """``file:line``, or ``""`` when the culprit has no site."""
+        """``file:line`` (``NOTEBOOK.ipynb, cell N, line M`` in a notebook), or ``""`` when the
+        culprit has no site."""
         p = self.problem
+        if p.file and p.cell is not None:
+            return f"{p.file}, cell {p.cell}, line {p.line}"
         return f"{p.file}:{p.line}" if p.file else ""
 
     @property

@@ -332,6 +332,47 @@ def _report(
     return code, diagnosis.to_json()
 
 
+def _is_notebook(target: str) -> bool:
+    from harness.notebook.kernel_run import notebook_target
+
+    return notebook_target(target) is not None
+
+
+def _print_diagnosis(diagnosis: Diagnosis, first: bool, settings: _Settings) -> None:
+    if settings.fmt == "text":  # names and messages come from the user's code: no escape sequence
+        print(("" if first else "\n") + terminal(diagnosis.format_text()))
+    elif settings.fmt == "github" and (diagnosis.findings or diagnosis.hazards):
+        print(diagnosis.format_github())
+    sys.stdout.flush()
+
+
+def _notebook(one: str, first: bool, settings: _Settings) -> list[tuple[int, dict[str, Any]]]:
+    """Diagnose the loaders of a notebook in its own kernel
+    (:func:`harness.notebook.kernel_run.diagnose_notebook`): one entry per loader, or per error."""
+    from harness.notebook.kernel_run import diagnose_notebook
+
+    try:
+        data = diagnose_notebook(one, settings.method, settings.num_workers, settings.timeout_s)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; the kernel running {one} was stopped") from None
+    except UsageError as exc:
+        data = {"diagnoses": [], "errors": [{"name": "", "error": str(exc)}], "cell_error": ""}
+    out: list[tuple[int, dict[str, Any]]] = []
+    if data.get("cell_error"):
+        _say(f"harness diagnose: note: {one}: {data['cell_error']}; diagnosed what the notebook built until then")
+    for item in data.get("diagnoses", []):
+        diagnosis = diagnosis_from_child(item["diagnosis"])
+        _print_diagnosis(diagnosis, first and not out, settings)
+        out.append((0 if diagnosis.safe else 1, diagnosis.to_json()))
+    for item in data.get("errors", []):
+        error = f"harness diagnose: error: {one}: {item['error']}"
+        _say(error)
+        if settings.fmt == "github":
+            print(github_command("error", error, "harness diagnose"))
+        out.append((2, {"target": one, "error": error}))
+    return out
+
+
 def diagnose_command(
     target: str | Sequence[str],
     method: str = "spawn",
@@ -383,6 +424,11 @@ def diagnose_command(
     entries: list[dict[str, Any]] = []
     with _sigterm_interrupts():
         for i, one in enumerate(targets):
+            if _is_notebook(one):
+                found = _notebook(one, i == 0 and not entries, settings)
+                codes += [c for c, _ in found]
+                entries += [e for _, e in found]
+                continue
             try:
                 run = run_child(one, settings.method, num_workers, timeout_s, settings.memory)
             except KeyboardInterrupt:

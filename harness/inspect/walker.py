@@ -181,6 +181,8 @@ class Problem:
         holders: the classes (with their bases) of the objects that hold the culprit along its
             path, innermost first, each once (``dataset.archive.fp``: the ``ZipFile`` and the
             dataset's class).
+        cell: for a culprit defined in a notebook (``file`` is then the ``.ipynb``), the 1-based
+            index of its cell among all the notebook's cells; ``line`` is the line in that cell.
     """
 
     path: str
@@ -196,6 +198,7 @@ class Problem:
     breaks_on: str | None = None
     classes: tuple[str, ...] = ()
     holders: tuple[str, ...] = ()
+    cell: int | None = None
 
 
 @dataclass
@@ -1649,6 +1652,6 @@ def find_references(roots: Mapping[str, Any], module: str, name: str | None, cau
     for p in _collapse(walker.problems):
         if p.path.endswith(".__class__") and p.holders:
             # an instance of the class that cannot be found: named at the instance
-            p = dataclasses.replace(p, path=p.path[: -len(".__class__")], type=p.holders[0])
+            p = dataclasses.replace(p, path=p.path[: -len(".__class__")], type=p.holders[0], classes=p.holders)
         out.append(p)
     return out

@@ -12,10 +12,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.notebook import require_notebook_extra
 
-__all__ = ["DRIVER", "NotebookRun"]
+__all__ = ["DRIVER", "NotebookRun", "diagnose_notebook", "notebook_target"]
 
 #: The script a cell process runs for a notebook.
 DRIVER = Path(__file__).resolve().parent / "kernel" / "driver.py"
@@ -73,3 +74,75 @@ class NotebookRun:
             shutil.rmtree(self.folder, ignore_errors=True)
         cell = data.get("cell") if isinstance(data, dict) else None
         return cell if isinstance(cell, int) else None
+
+
+def notebook_target(target: str) -> tuple[str, str] | None:
+    """``(notebook path, name or "")`` when ``target`` is ``NOTEBOOK.ipynb`` or
+    ``NOTEBOOK.ipynb:NAME``, else ``None``."""
+    if target.lower().endswith(".ipynb"):
+        return target, ""
+    path, sep, name = target.rpartition(":")
+    if sep and path.lower().endswith(".ipynb") and name:
+        return path, name
+    return None
+
+
+def diagnose_notebook(target: str, method: str, num_workers: int | None, timeout_s: float) -> dict[str, Any]:
+    """Run the notebook in a contained kernel, then diagnose its loaders there.
+
+    Returns:
+        ``{"diagnoses": [...], "errors": [...], "cell_error": text or "", "run": verdict}``;
+        the notebook's own cells run under this platform's default start method, as the user
+        runs them.
+
+    Raises:
+        UsageError: the notebook is missing or unreadable, or the extra is not installed.
+    """
+    import os
+
+    from harness._options import DEFAULT_WORKERS, resolve_start_method
+    from harness.errors import UsageError
+    from harness.inspect.reproduce import ScriptSpec, _script_case
+    from harness.run.launch import launch_cell
+
+    found = notebook_target(target)
+    assert found is not None
+    path = Path(found[0])
+    if not path.is_file():
+        raise UsageError(f"{found[0]}: notebook not found")
+    run = NotebookRun.prepare(path)
+    result_file = run.folder / "diagnosis.json"
+    spec_json = json.dumps({"result": str(result_file), "names": [found[1]] if found[1] else [],
+                            "method": method, "num_workers": num_workers, "timeout_s": timeout_s})
+    spec = ScriptSpec(case=_script_case(DRIVER), method=resolve_start_method("linux" if os.name != "nt" else "windows"),
+                      num_workers=DEFAULT_WORKERS, timeout_s=timeout_s * 4, argv=(*run.argv, spec_json),
+                      cwd=os.getcwd())
+    try:
+        cell_run = launch_cell(spec)
+        try:
+            data = json.loads(result_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {"diagnoses": [], "errors": [{"name": found[1], "error": _no_result(cell_run)}]}
+        state = _state(run)
+    finally:
+        shutil.rmtree(run.folder, ignore_errors=True)
+    out: dict[str, Any] = data if isinstance(data, dict) else {"diagnoses": [], "errors": []}
+    out["cell_error"] = f"cell {state.get('cell')} raised {state['error']}" if state.get("error") else ""
+    return out
+
+
+def _state(run: NotebookRun) -> dict[str, Any]:
+    try:
+        data = json.loads(run.state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _no_result(cell_run: Any) -> str:
+    obs = cell_run.observation
+    if obs.timed_out:
+        return "the notebook did not finish before the timeout; its kernel and workers were killed"
+    tail = [line for line in obs.stderr.splitlines() if line.strip()][-1:]
+    return f"the notebook's kernel ended before the diagnosis (exit status {obs.returncode})" + (
+        f": {tail[0].strip()}" if tail else "")

@@ -52,14 +52,21 @@ def _write_state(path: str, state: dict[str, object]) -> None:
 def main(argv: list[str]) -> int:
     """Run the notebook ``argv[0]``, recording progress in ``argv[1]``; the exit status.
 
+    With ``argv[2]`` (a JSON object: ``result``, ``names``, ``method``, ``num_workers``,
+    ``timeout_s``), the kernel then diagnoses the named objects of the notebook (every
+    ``DataLoader`` when ``names`` is empty), also after a cell failed
+    (:func:`harness.notebook.kernel.in_kernel.diagnose_main`), and the run ends normally.
+
     Raises:
-        BaseException: the exception of the cell that failed (see the module docstring).
+        BaseException: the exception of the cell that failed (see the module docstring),
+            when not diagnosing.
     """
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
     path, state_path = argv[0], argv[1]
+    diagnosis = json.loads(argv[2]) if len(argv) > 2 else None
     os.environ.setdefault("JUPYTER_RUNTIME_DIR", tempfile.mkdtemp(prefix="jupyter-runtime-"))
     os.environ.setdefault("IPYTHONDIR", tempfile.mkdtemp(prefix="ipython-"))
     os.environ["JUPYTER_PLATFORM_DIRS"] = "1"
@@ -75,20 +82,31 @@ def main(argv: list[str]) -> int:
     client = NotebookClient(nb, timeout=None, kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}},
                             on_cell_execute=on_cell_execute)
-    try:
-        client.execute()
-    except CellExecutionError as exc:
-        text = _ANSI.sub("", str(exc))
-        state["error"] = f"{exc.ename}: {exc.evalue}"
-        _write_state(state_path, state)
-        sys.stderr.write(_traceback(text, exc.ename, exc.evalue))
-        sys.stderr.flush()
-        raise _same_exception(exc.ename, _ANSI.sub("", exc.evalue or "")) from None
-    except DeadKernelError as exc:
-        state["error"] = f"DeadKernelError: {exc}"
-        _write_state(state_path, state)
-        sys.stderr.write(f"the kernel died while running cell {state['cell']}: {exc}\n")
-        return 1
+    failure: BaseException | None = None
+    with client.setup_kernel():
+        try:
+            for index, cell in enumerate(list(nb.cells)):
+                client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+        except CellExecutionError as exc:
+            text = _ANSI.sub("", str(exc))
+            state["error"] = f"{exc.ename}: {exc.evalue}"
+            _write_state(state_path, state)
+            sys.stderr.write(_traceback(text, exc.ename, exc.evalue))
+            sys.stderr.flush()
+            failure = _same_exception(exc.ename, _ANSI.sub("", exc.evalue or ""))
+        except DeadKernelError as exc:
+            state["error"] = f"DeadKernelError: {exc}"
+            _write_state(state_path, state)
+            sys.stderr.write(f"the kernel died while running cell {state['cell']}: {exc}\n")
+            return 1
+        if diagnosis is not None:
+            code = ("from harness.notebook.kernel.in_kernel import diagnose_main as _harness_diagnose\n"
+                    f"_harness_diagnose({json.dumps(diagnosis)!r}, {path!r})\n"
+                    "del _harness_diagnose\n")
+            client.execute_cell(nbformat.v4.new_code_cell(code), len(nb.cells))
+            return 0
+    if failure is not None:
+        raise failure
     state["done"] = True
     _write_state(state_path, state)
     return 0
@@ -102,7 +120,8 @@ def _same_exception(ename: str, evalue: str) -> BaseException:
     if not (isinstance(cls, type) and issubclass(cls, BaseException)) or issubclass(cls, (SystemExit, KeyboardInterrupt)):
         cls = type(ename.rsplit(".", 1)[-1], (Exception,), {"__module__": ename.rpartition(".")[0] or "builtins"})
     try:
-        return cls(evalue)
+        made: BaseException = cls(evalue)
+        return made
     except Exception:  # noqa: BLE001 - a built-in exception with another signature
         return RuntimeError(f"{ename}: {evalue}")
 
