@@ -17,6 +17,7 @@ import ast
 import fnmatch
 import importlib.machinery
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -137,6 +138,11 @@ class Case:
                 kinds.pop(method, None)
             kinds.update(entry.get("expect_kind", {}))
         return expect, kinds
+
+    @property
+    def notebook(self) -> bool:
+        """A notebook case: an ``.ipynb`` the cell runs in a real Jupyter kernel."""
+        return self.path.suffix == ".ipynb"
 
     @property
     def bad(self) -> bool:
@@ -266,9 +272,41 @@ def _check_patterns(case: CaseDeclaration, path: Path) -> None:
                                      f"regular expression: {exc}") from None
 
 
+def _read_notebook_meta(path: Path) -> dict[str, object] | None:
+    """A notebook case's declaration: its ``metadata.harness`` object, or ``None`` when it has
+    none (a notebook that is not a case).
+
+    Raises:
+        CatalogueError: one line naming ``path``: not readable JSON, or the declaration is not
+            an object.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CatalogueError(f"{path}: cannot read the notebook: {exc}") from None
+    meta = data.get("metadata", {}).get("harness") if isinstance(data, dict) and isinstance(data.get("metadata"), dict) else None
+    if meta is None:
+        return None
+    if not isinstance(meta, dict):
+        raise CatalogueError(f"{path}: metadata.harness must be an object, got {type(meta).__name__}")
+    return {str(k): v for k, v in meta.items()}
+
+
 def _read_case(path: Path, root: Path, module: str, import_root: Path | None = None) -> Case | None:
-    """Parse one module; ``None`` when it declares no ``CASE``."""
-    tree, meta = read_case_file(path)
+    """Parse one module (or notebook); ``None`` when it declares no ``CASE``.
+
+    A notebook case (``.ipynb``) declares its ``CASE`` as the notebook's ``metadata.harness``
+    object; it is a script case: the cell runs it in a real Jupyter kernel
+    (:mod:`harness.notebook.kernel.driver`).
+    """
+    if path.suffix == ".ipynb":
+        tree, meta = ast.Module(body=[], type_ignores=[]), _read_notebook_meta(path)
+        if meta is not None:
+            meta.setdefault("script", True)
+            if meta.get("script") is not True or meta.get("stdin"):
+                raise CatalogueError(f"{path}: a notebook case is a script case without 'stdin'")
+    else:
+        tree, meta = read_case_file(path)
     if meta is None:
         return None
     missing = [k for k in REQUIRED if k not in meta]
@@ -373,7 +411,7 @@ def discover(catalogue_dir: Path | list[Path] | None = None, *, import_root: Pat
             raise CatalogueError(f"{root}: its cases would be imported as package {root.name!r}, like "
                                  f"those of {packages[root.name]}; rename one of the two directories")
         packages[root.name] = root.resolve()
-        for path in sorted(root.rglob("*.py")):
+        for path in sorted([*root.rglob("*.py"), *root.rglob("*.ipynb")]):
             rel = path.relative_to(root)
             if any(part.startswith(("_", ".")) for part in rel.parts):
                 continue

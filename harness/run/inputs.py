@@ -64,6 +64,22 @@ def _imported_names(tree: ast.AST, package: str) -> set[str]:
     return names
 
 
+#: What runs a notebook case in its cell (an input of every notebook case).
+NOTEBOOK_DRIVER = _HARNESS / "notebook" / "kernel" / "driver.py"
+
+
+def _python_source(path: Path) -> str:
+    """A module's source; a notebook's code cells joined, IPython's ``%`` and ``!`` lines left out."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".ipynb":
+        return text
+    cells = json.loads(text).get("cells", [])
+    sources = ["".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source", ""))
+               for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"]
+    return "\n".join(line for src in sources for line in src.splitlines()
+                     if not line.lstrip().startswith(("%", "!")))
+
+
 class InputHasher:
     """Computes the input hash of cells, caching file hashes and import closures for one run.
 
@@ -126,19 +142,24 @@ class InputHasher:
                 continue
             seen.add(path)
             try:
-                tree = ast.parse(path.read_text(encoding="utf-8"))
+                tree = ast.parse(_python_source(path))
             except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError, MemoryError):
                 continue
             package = module if path.name == "__init__.py" else module.rpartition(".")[0]
             for name in _imported_names(tree, package):
                 # The catalogue's own package under its root (it may be site-packages: nothing
-                # else is followed there); anything under the project's directory.
+                # else is followed there); anything under the project's directory; for a
+                # notebook, what its kernel imports from the notebook's own folder.
                 roots = [case.root] if name.split(".")[0] == package_name else []
                 if case.import_root:
                     roots.append(case.import_root)
+                if path.suffix == ".ipynb":
+                    roots.append(path.parent)
                 found = self._resolve(name, roots)
                 if found is not None and found not in seen:
                     todo.append((found, name))
+        if case.path.suffix == ".ipynb":
+            seen.add(NOTEBOOK_DRIVER)  # the notebook runs through it, in the cell
         out = tuple(sorted(seen))
         self._closure[case.path] = out
         return out

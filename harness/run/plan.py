@@ -76,15 +76,21 @@ class CellSpec:
         """
         from harness.child.request import CellRequest
 
+        path, argv = str(self.case.path), ()
+        if self.case.notebook:  # run by the notebook driver, in a real kernel
+            from harness.notebook.kernel_run import DRIVER
+
+            path, argv = str(DRIVER), (str(self.case.path),)
         return CellRequest(
             module=self.case.module,
-            path=str(self.case.path),
+            path=path,
             root=str(self.case.root),
             script=self.case.script,
             method=self.method,
             num_workers=self.num_workers,
             require_check=True,
             stdin=self.case.stdin if self.case.script else None,
+            argv=argv,
         ).as_json()
 
 
