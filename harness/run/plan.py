@@ -76,7 +76,8 @@ class CellSpec:
         """
         from harness.child.request import CellRequest
 
-        path, argv = str(self.case.path), ()
+        path: str = str(self.case.path)
+        argv: tuple[str, ...] = ()
         if self.case.notebook:  # run by the notebook driver, in a real kernel
             from harness.notebook.kernel_run import DRIVER
 
