@@ -33,7 +33,8 @@ after is recorded: other work on the machine slows both sides.
 
 When ``benchmarks/bench_diagnose.py`` is present its ``run_benchmark()`` result is added
 under ``diagnose``, and ``benchmarks/bench_guard.py``'s (``pytest --check-loaders`` on 50
-small loaders against the same session without it, target ratio <= 1.25) under ``guard``. Exit status: 0 when every target is met, 1 otherwise, 2 on a usage error.
+small loaders against the same session without it, target ratio <= 1.25; ``harness diagnose``
+with four targets against one, <= 1.3) under ``guard``. Exit status: 0 when every target is met, 1 otherwise, 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -391,6 +392,10 @@ def _table(result: dict) -> None:
             d = guard["downstream"]
             gt.add_row("tests/data/guarded (sample project)", f"{d['plain_s']:.2f}", f"{d['guarded_s']:.2f}",
                        f"{d['ratio']:.3f}", "")
+        if guard.get("diagnose"):
+            d = guard["diagnose"]
+            gt.add_row("harness diagnose: 4 targets against 1", f"{d['one_s']:.2f}", f"{d['four_s']:.2f}",
+                       f"{d['ratio']:.3f}", f"<= {guard['diagnose_target_ratio']}")
         console.print(gt)
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "diagnose_command",
     "memory_limit_bytes",
     "run_child",
+    "run_children",
 ]
 
 #: ``harness diagnose --format`` choices.
@@ -157,66 +158,107 @@ def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
     return False
 
 
-def _read_back(workdir: Path) -> tuple[dict[str, Any] | None, str]:
-    """``(the child's result or None, its last stage or "")``."""
+def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        result = json.loads((workdir / "result.json").read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        result = None
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _read_stage(path: Path) -> str:
     try:
-        stage = (workdir / "stage.txt").read_text(encoding="utf-8").strip()
+        return path.read_text(encoding="utf-8").strip()
     except OSError:
-        stage = ""
-    return result, stage
+        return ""
+
+
+#: Seconds between looks at the child's result files.
+POLL_S = 0.02
+
+
+def run_children(
+    targets: Sequence[str], method: str, num_workers: int | None, timeout_s: float, memory_bytes: int | None
+) -> Iterator[ChildRun]:
+    """Diagnose ``targets`` in ``python -m harness.inspect.diagnose_child``: one child for all
+    of them (one torch import), each target with ``timeout_s`` of its own; one
+    :class:`ChildRun` per target, in order.
+
+    The child runs in the current directory, in its own session (POSIX) or process group
+    (Windows), with its standard output sent to this process's standard error. A target that
+    runs past ``timeout_s``, or whose code ends the child, is reported so; the child's whole
+    process tree is killed (:func:`harness.run.sampler.kill_tree`) and a new child takes the
+    targets after it. When the iteration ends, or on ``KeyboardInterrupt``, the tree is
+    killed; the containment watchdog (:mod:`harness.run.containment`) kills it too if this
+    process is killed first.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C or SIGTERM while waiting (the tree is killed first).
+    """
+    pending = list(targets)
+    while pending:
+        runs, consumed = _one_child(pending, method, num_workers, timeout_s, memory_bytes)
+        yield from runs
+        pending = pending[consumed:]
+
+
+def _one_child(
+    targets: list[str], method: str, num_workers: int | None, timeout_s: float, memory_bytes: int | None
+) -> tuple[list[ChildRun], int]:
+    """Run one child over ``targets`` until it finishes them or one of them stops it:
+    ``(one ChildRun per target it got to, how many)``."""
+    import shutil
+    import tempfile
+    import time
+
+    from harness.run import containment as _containment
+    from harness.run.sampler import kill_tree
+
+    workdir = Path(tempfile.mkdtemp(prefix="hd-"))
+    results = [workdir / f"result-{i}.json" for i in range(len(targets))]
+    stages = [workdir / f"stage-{i}.txt" for i in range(len(targets))]
+    spec = {"targets": targets, "method": method, "num_workers": num_workers, "memory_bytes": memory_bytes,
+            "results": [str(p) for p in results], "stages": [str(p) for p in stages]}
+    env = _containment.child_env()
+    _child_pythonpath(env)
+    runs: list[ChildRun] = []
+    proc = None
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "harness.inspect.diagnose_child", json.dumps(spec)],
+                                env=env, **_popen_options())
+        _containment.track(proc.pid)
+        for i in range(len(targets)):
+            deadline = time.monotonic() + timeout_s
+            while not results[i].exists():
+                ended = proc.poll() is not None
+                if ended and not results[i].exists():
+                    runs.append(ChildRun(None, proc.returncode, False, _read_stage(stages[i])))
+                    return runs, i + 1
+                if time.monotonic() > deadline:
+                    kill_tree(proc.pid)
+                    proc.wait()
+                    runs.append(ChildRun(None, proc.returncode, True, _read_stage(stages[i])))
+                    return runs, i + 1
+                time.sleep(POLL_S)
+            runs.append(ChildRun(_read_json(results[i]), None, False, _read_stage(stages[i])))
+        return runs, len(targets)
+    finally:  # also on KeyboardInterrupt: nothing the user's code started outlives this
+        if proc is not None:
+            kill_tree(proc.pid)
+            proc.wait()
+            _containment.untrack(proc.pid)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def run_child(
     target: str, method: str, num_workers: int | None, timeout_s: float, memory_bytes: int | None
 ) -> ChildRun:
-    """Run load_target + diagnose on ``target`` in ``python -m harness.inspect.diagnose_child``.
-
-    The child runs in the current directory, in its own session (POSIX) or process group
-    (Windows), with its standard output sent to this process's standard error. After
-    ``timeout_s`` seconds, or when it ends, or on ``KeyboardInterrupt``, its whole process
-    tree is killed (:func:`harness.run.sampler.kill_tree`); the containment watchdog
-    (:mod:`harness.run.containment`) kills it too if this process is killed first.
+    """:func:`run_children` for one target.
 
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM while waiting (the tree is killed first).
     """
-    import shutil
-    import tempfile
-
-    from harness.run import containment as _containment
-
-    workdir = Path(tempfile.mkdtemp(prefix="hd-"))
-    spec = {
-        "target": target,
-        "method": method,
-        "num_workers": num_workers,
-        "memory_bytes": memory_bytes,
-        "result": str(workdir / "result.json"),
-        "stage": str(workdir / "stage.txt"),
-    }
-    env = _containment.child_env()
-    _child_pythonpath(env)
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.inspect.diagnose_child", json.dumps(spec)],
-            env=env,
-            **_popen_options(),
-        )
-        _containment.track(proc.pid)
-        timed_out = _wait(proc, timeout_s)
-        result, stage = _read_back(workdir)
-        return ChildRun(
-            result=None if timed_out else result,
-            returncode=proc.returncode,
-            timed_out=timed_out,
-            stage=stage,
-        )
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    return next(iter(run_children([target], method, num_workers, timeout_s, memory_bytes)))
 
 
 def _gib(n: int | None) -> str:
@@ -332,6 +374,17 @@ def _report(
     return code, diagnosis.to_json()
 
 
+def _groups(targets: list[str]) -> list[list[str]]:
+    """Consecutive targets diagnosed by one child, each notebook on its own (its own kernel)."""
+    out: list[list[str]] = []
+    for t in targets:
+        if _is_notebook(t) or not out or _is_notebook(out[-1][0]):
+            out.append([t])
+        else:
+            out[-1].append(t)
+    return out
+
+
 def _is_notebook(target: str) -> bool:
     from harness.notebook.kernel_run import notebook_target
 
@@ -423,19 +476,25 @@ def diagnose_command(
     codes: list[int] = []
     entries: list[dict[str, Any]] = []
     with _sigterm_interrupts():
-        for i, one in enumerate(targets):
-            if _is_notebook(one):
-                found = _notebook(one, i == 0 and not entries, settings)
+        for group in _groups(targets):
+            if _is_notebook(group[0]):
+                found = _notebook(group[0], not entries, settings)
                 codes += [c for c, _ in found]
                 entries += [e for _, e in found]
                 continue
+            runs = run_children(group, settings.method, num_workers, timeout_s, settings.memory)
+            one = group[0]
             try:
-                run = run_child(one, settings.method, num_workers, timeout_s, settings.memory)
+                for one, run in zip(group, runs, strict=False):  # runs stops early on an interrupt only
+                    code, entry = _report(one, not entries, run, settings)
+                    codes.append(code)
+                    entries.append(entry)
             except KeyboardInterrupt:
                 raise Interrupted(f"interrupted; the process diagnosing {one} was stopped") from None
-            code, entry = _report(one, i == 0, run, settings)
-            codes.append(code)
-            entries.append(entry)
+            finally:
+                close = getattr(runs, "close", None)
+                if close is not None:
+                    close()
     if fmt == "json" and (len(targets) > 1 or "error" not in entries[0]):
         print(json.dumps(entries if len(targets) > 1 else entries[0], indent=2))
     return 2 if 2 in codes else max(codes)

@@ -110,3 +110,15 @@ def test_a_missing_extra_is_a_one_line_usage_error(monkeypatch):
     with pytest.raises(UsageError, match=r"^x.ipynb: running a notebook needs nbclient; install it with "
                                          r"pip install 'dataloader-start-harness\[notebook\]'$"):
         require_notebook_extra("x.ipynb")
+
+
+CATALOGUE = Path(__file__).resolve().parents[2] / "cases" / "interactive_main"
+SHARD = Path(__file__).resolve().parents[2] / "reports" / "shards" / "linux-x86_64-py3.11-torch2.13.0+cpu.json"
+
+
+@pytest.mark.parametrize("case, method", [("notebook-dataset-class", "spawn"), ("notebook-dataset-class", "fork"),
+                                          ("notebook-import", "forkserver")])
+def test_reproduce_agrees_with_the_committed_observation_of_the_catalogue_notebook(case, method):
+    observed = next(r for r in json.loads(SHARD.read_text())["results"] if (r["case"], r["method"]) == (case, method))
+    got = _reproduce(str(CATALOGUE / (case.replace("-", "_") + ".ipynb")), method)
+    assert (got["outcome"], got["kind"]) == (observed["outcome"], observed["kind"])
