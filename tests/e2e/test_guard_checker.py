@@ -7,6 +7,7 @@ Whatever happens there is a finding, and the next check starts a fresh checker.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import psutil
 import pytest
@@ -14,7 +15,8 @@ from torch.utils.data import DataLoader
 
 from harness.guard.check import resolve, snapshot
 from harness.guard.checker import Checker
-from tests.e2e.test_pytest_plugin import USER
+
+USER = Path(__file__).resolve().parents[1] / "user_code"
 
 
 @pytest.fixture
