@@ -180,8 +180,12 @@ def _guard_mode(config: pytest.Config) -> str:
 
     value = config.getoption("check_loaders", default=None)
     if value is not None and value not in ("error", "warn", "off"):
+        import os
+
         from _pytest.config import Config
 
+        if not os.path.exists(value.split("::")[0]):
+            raise pytest.UsageError(f"--check-loaders: {value!r} is not one of error, warn, off")
         if config.args_source == Config.ArgsSource.ARGS:
             config.args.insert(0, value)
         else:
@@ -190,7 +194,9 @@ def _guard_mode(config: pytest.Config) -> str:
         value = "error"
     if value is not None:
         return str(value)
-    ini = str(config.getini("check_loaders") or "off").strip()
+    raw = config.getini("check_loaders")
+    ini = {True: "error", False: "off"}.get(raw, str(raw or "off").strip()) if isinstance(raw, bool) else str(raw or "off").strip()
+    ini = {"true": "error", "false": "off"}.get(ini.lower(), ini)
     if ini not in ("error", "warn", "off"):
         raise pytest.UsageError(f"check_loaders: {ini!r} is not one of error, warn, off (ini option)")
     return ini

@@ -11,7 +11,8 @@ each request it:
 
 1. loads the arguments (``pickle.loads``, as ``_bootstrap`` does in the worker), noting which
    global (``module``, ``name``) could not be found when that is what failed;
-2. loads the loader's index sampler (sent on its own; the main process keeps it), draws the
+2. (after the test, on a second request: building the first batch runs the dataset's own
+   code, whose side effects the test must not see) loads the loader's index sampler (sent on its own; the main process keeps it), draws the
    first indices as the main process would (:func:`harness.child.worker_loop.draw_indices`)
    and round-trips them, as they cross the index queue;
 3. builds the first batch in the loaded copy, as ``_worker_loop`` does
@@ -145,10 +146,24 @@ def _apply(request: dict[str, Any]) -> None:
         set_strategy(strategy)
 
 
+#: Loaded arguments kept for the first batch, by request id (``{"batch": id}`` takes them).
+_LOADED: dict[Any, tuple[Any, bytes, dict[str, Any]]] = {}
+
+
 def check(request: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
-    """Load, draw, build and send back, as described in the module docstring."""
+    """A ``load`` request (the default): load the arguments and keep them; with ``"now":
+    true`` go on to the first batch at once. A ``{"batch": id}`` request: the first batch of
+    what request ``id`` loaded, drawn, built and sent back (module docstring)."""
+    if "batch" in request:
+        kept = _LOADED.pop(request["batch"], None)
+        reply: dict[str, Any] = {"id": request.get("id")}
+        if kept is None:
+            reply["indices"] = {"note": "nothing was loaded for it"}
+            return reply
+        _apply(kept[2])
+        return _first_batch(kept[0], kept[1], reply)
     _apply(request)
-    reply: dict[str, Any] = {"id": request.get("id")}
+    reply = {"id": request.get("id")}
     loader = _Loader(io.BytesIO(blobs[0]), buffers=_buffers(request.get("buffers") or [], blobs[2:]))
     try:
         args = loader.load()
@@ -156,17 +171,27 @@ def check(request: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         reply["load"] = {**_error(exc), "global": list(loader.failed) if loader.failed else None}
         return reply
     reply["load"] = {"ok": True}
-    indices = _indices(blobs[1], reply)
+    if not request.get("now"):
+        _LOADED[request.get("id")] = (args, blobs[1], request)
+        return reply
+    return _first_batch(args, blobs[1], reply)
+
+
+def _first_batch(args: Any, sampler_blob: bytes, reply: dict[str, Any]) -> dict[str, Any]:
+    indices = _indices(sampler_blob, reply)
     if indices is NOTHING:
         return reply
+    raised: list[BaseException] = []
     try:
-        batch = first_batch(args, indices)
+        batch = first_batch(args, indices, raised)
     except BaseException as exc:  # noqa: BLE001 - SystemExit... from the user's code ends the worker
         reply["batch"] = _error(exc)
         return reply
     if batch is NOTHING:
-        reply["batch"] = {"note": "worker_init_fn, the dataset or collate_fn raised an Exception (the main "
-                                  "process re-raises it under every start method) or the dataset is exhausted"}
+        if raised:
+            reply["batch"] = {"note": "raised", **_error(raised[0])}
+        else:
+            reply["batch"] = {"note": "the dataset is exhausted: no first batch"}
         return reply
     reply["batch"] = {"ok": True}
     try:

@@ -52,7 +52,7 @@ def draw_indices(index_sampler: Any) -> Any:
         np.random.set_state(np_state)
 
 
-def first_batch(args: Sequence[Any], indices: Any) -> Any:
+def first_batch(args: Sequence[Any], indices: Any, raised: list[BaseException] | None = None) -> Any:
     """The first batch worker 0 sends back, built from ``args`` as ``_worker_loop`` builds it.
 
     ``args`` is the worker's own copy of the arguments (:attr:`WorkerStart.args` after a
@@ -64,6 +64,9 @@ def first_batch(args: Sequence[Any], indices: Any) -> Any:
     automatic batching, else ``collate_fn(dataset[index])``, or the next items of an iterable
     dataset. Torch's thread count and signal handlers are left alone. The random states and
     ``get_worker_info()`` are restored afterwards.
+
+    Args:
+        raised: where the ``Exception`` that stopped the batch is appended, when one did.
 
     Returns:
         The batch, or :data:`NOTHING` when the worker would send none back: ``worker_init_fn``,
@@ -86,7 +89,9 @@ def first_batch(args: Sequence[Any], indices: Any) -> Any:
                 kind, dataset, auto_collation, collate_fn, drop_last
             )
             return fetcher.fetch(indices)
-        except Exception:  # noqa: BLE001 - sent to the main process and re-raised there, under every method
+        except Exception as exc:  # noqa: BLE001 - sent to the main process and re-raised there, under every method
+            if raised is not None:
+                raised.append(exc)
             return NOTHING
 
 

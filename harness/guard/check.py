@@ -62,6 +62,8 @@ class Verdict:
         findings: what makes it fail on this Python, each with its catalogue case.
         hazards: what a newer Python will not pickle (never a failure).
         note: what was not checked, and why (``""``: everything was).
+        warning: what may break a spawned worker that cannot be decided without running the
+            dataset in this process (the first batch raised in the clean worker), or ``""``.
         tests: the node ids of the tests that constructed an object here.
     """
 
@@ -73,9 +75,11 @@ class Verdict:
     findings: list[Finding] = field(default_factory=list)
     hazards: list[Finding] = field(default_factory=list)
     note: str = ""
+    warning: str = ""
     tests: list[str] = field(default_factory=list)
     start: WorkerStart | None = field(default=None, repr=False)
     request: int | None = field(default=None, repr=False)
+    batch_request: int | None = field(default=None, repr=False)
     problems: list[Problem] = field(default_factory=list, repr=False)
     payload: Payload | None = field(default=None, repr=False)
 
@@ -100,7 +104,14 @@ class Verdict:
 
 
 def _start_of(obj: Any, kind: str) -> WorkerStart:
-    return worker_start(obj, DEFAULT_NUM_WORKERS if kind == "dataset" else None)
+    """What a start sends; a bare dataset, or a loader with ``num_workers=0``, as it would be
+    sent with :data:`DEFAULT_NUM_WORKERS` workers (``get_worker_info().num_workers`` included)."""
+    if kind == "dataset" or getattr(obj, "num_workers", 0) == 0:
+        start = worker_start(obj, DEFAULT_NUM_WORKERS)
+        if kind == "loader":
+            start.num_workers = 0  # the loader's own count, for the words of the finding
+        return start
+    return worker_start(obj, None)
 
 
 def snapshot(obj: Any, kind: str, site: Site | None, method: str, checker: Checker,
@@ -190,7 +201,9 @@ def _exception(error: str, exc_type: str) -> BaseException:
 
 
 def resolve(verdict: Verdict, checker: Checker) -> Verdict:
-    """Read the checker's reply (if one is pending) and fill ``findings``, ``hazards``, ``note``.
+    """Read the checker's reply to the load, then (after the test: building the first batch
+    runs the dataset's own code) ask for the first batch and read that reply; fill
+    ``findings``, ``hazards``, ``note`` and ``warning``.
 
     Raises:
         KeyboardInterrupt: a real Ctrl-C.
@@ -200,9 +213,19 @@ def resolve(verdict: Verdict, checker: Checker) -> Verdict:
         try:
             reply = checker.reply(request)
         except CheckerGone as exc:
-            reply = {"load": {"error": f"the worker would not survive: {exc}", "exc_type": "WorkerDied"}}
+            reply = {"load": {"error": f"a worker loading these arguments would not survive: {exc}",
+                              "exc_type": "WorkerDied"}}
         with user_code_guard():
-            verdict.problems += _reply_problems(verdict, reply)
+            verdict.problems += _load_reply_problems(verdict, reply)
+        if not verdict.note and "error" not in (reply.get("load") or {}) and "internal" not in reply:
+            batch = checker.submit({"batch": request}, [])
+            try:
+                reply = checker.reply(batch)
+            except CheckerGone as exc:
+                reply = {"batch": {"error": f"the first batch did not come back from a worker: {exc}",
+                                   "exc_type": "WorkerDied"}}
+            with user_code_guard():
+                verdict.problems += _batch_reply_problems(verdict, reply)
     found = match_problems(verdict.problems) if verdict.problems else []
     verdict.findings = [f for f in found if not f.problem.breaks_on]
     verdict.hazards = [f for f in found if f.problem.breaks_on]
@@ -210,11 +233,9 @@ def resolve(verdict: Verdict, checker: Checker) -> Verdict:
     return verdict
 
 
-def _reply_problems(verdict: Verdict, reply: dict[str, Any]) -> list[Problem]:
+def _load_reply_problems(verdict: Verdict, reply: dict[str, Any]) -> list[Problem]:
     start = verdict.start
     assert start is not None
-    dataset = start.roots["dataset"]
-    anchors = [start.roots["collate_fn"], dataset]
     if "internal" in reply:
         verdict.note = f"not checked: the checker failed: {reply['internal'].get('error')}"
         return []
@@ -222,16 +243,35 @@ def _reply_problems(verdict: Verdict, reply: dict[str, Any]) -> list[Problem]:
     if "error" in load:
         verdict.note = "the arguments do not load in a worker, so the first batch was not checked"
         return _load_problems(start, str(load["error"]), str(load.get("exc_type") or "Exception"), load.get("global"))
+    return []
+
+
+def _batch_reply_problems(verdict: Verdict, reply: dict[str, Any]) -> list[Problem]:
+    start = verdict.start
+    assert start is not None
+    dataset = start.roots["dataset"]
+    anchors = [start.roots["collate_fn"], dataset]
+    if "internal" in reply:
+        verdict.note = f"first batch not checked: the checker failed: {reply['internal'].get('error')}"
+        return []
     for leg, root, label, what in (("indices", "indices", "raised", "drawing the first indices raised "),
                                    ("batch", "batch", "raised", "building the first batch raised "),
                                    ("back", "batch", "other", "")):
         part = reply.get(leg) or {}
+        if part.get("note") == "raised":
+            verdict.warning = (
+                f"the first batch raised {part.get('error')} in a clean {verdict.method} worker; unless the "
+                "dataset raises the same in the test process, it depends on state its parent process set, "
+                "which a spawned worker does not have")
+            return []
         if "note" in part:
             verdict.note = f"first batch not checked: {part['note']}"
             return []
         if "error" in part:
             exc_type = str(part.get("exc_type") or "Exception")
-            message = f"{what}{part['error']}" if what else str(part["error"])[len(exc_type) + 2:] or str(part["error"])
+            error = str(part["error"])
+            message = f"{what}{error}" if what and exc_type != "WorkerDied" else (
+                error[len(exc_type) + 2:] if error.startswith(exc_type + ": ") else error)
             problem = _problem(root, None, message, exc_type, label, root)
             return _anchored([problem], [start.sampler, dataset] if leg == "indices" else anchors)
     return []
@@ -244,6 +284,10 @@ def _load_problems(start: WorkerStart, error: str, exc_type: str, missing: Any) 
     if isinstance(missing, list) and len(missing) == 2 and all(isinstance(m, str) for m in missing):
         module, name = missing
         problems = find_references(start.roots, module, None if exc_type == "ModuleNotFoundError" else name, cause)
+    if not problems and exc_type != "WorkerDied":
+        # not a global a clean worker cannot find: the objects' own loading code fails there;
+        # walk their round trips here (the test has ended) to name the object
+        problems = [p for p in find_problems(start.roots, load=True) if p.label == "unpickle"]
     if not problems:
         problems = [_problem("(worker arguments)", start.args,
                              f"pickles, but unpickling in the worker fails: {error}", exc_type, "unpickle", "dataset")]

@@ -25,7 +25,13 @@ import pytest
 from harness.guard.session import Guard
 from harness.guard.summary import failure_text, github_lines, merge_records, record, summary_lines
 
-__all__ = ["GuardPlugin", "OUTSIDE_TESTS"]
+__all__ = ["GuardPlugin", "LoaderHazardWarning", "OUTSIDE_TESTS"]
+
+class LoaderHazardWarning(UserWarning):
+    """A loader or dataset a test built holds something a newer Python will not pickle, or its
+    first batch raised only in a clean worker: a warning of the test that built it
+    (``-W error::harness.guard.plugin.LoaderHazardWarning`` makes it fail)."""
+
 
 #: The test name of constructions made outside any test.
 OUTSIDE_TESTS = "(outside any test)"
@@ -87,6 +93,12 @@ class GuardPlugin:
         if self.guard is None or (report.when == "setup" and report.passed):
             return
         recs = self._take()
+        for rec in recs:
+            for f in rec["hazards"]:
+                item.warn(LoaderHazardWarning(f"{rec['site_file']}:{rec['site_line']}: {f['path']} ({f['type']}) "
+                                              f"pickles here but not on Python {f.get('breaks_on')} and later"))
+            if rec.get("warning"):
+                item.warn(LoaderHazardWarning(f"{rec['site_file']}:{rec['site_line']}: {rec['warning']}"))
         unsafe = [r for r in recs if r["findings"]]
         if not unsafe or self.mode != "error" or hasattr(report, "wasxfail") or report.skipped:
             return
@@ -99,17 +111,25 @@ class GuardPlugin:
 
     # -- the session -----------------------------------------------------------------------------
 
+    @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._finish_guard()
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[_OUTPUT_KEY] = json.dumps(self.records)
+            return
+        outside = [r for r in self.records if r["findings"] and r["tests"] == [OUTSIDE_TESTS]]
+        if outside and self.mode == "error" and session.exitstatus == 0:
+            session.exitstatus = 1  # no test to fail: the session does
+
+    def _finish_guard(self) -> None:
         if self.guard is not None:
             self.guard.test = OUTSIDE_TESTS
             self._take()
             for error in self.guard.errors:
                 self.records.append({"kind": "loader", "type": "", "site_file": None, "site_line": None,
                                      "num_workers": 0, "method": self.guard.method, "what": "", "findings": [],
-                                     "hazards": [], "note": error, "tests": []})
-        workeroutput = getattr(self.config, "workeroutput", None)
-        if workeroutput is not None:
-            workeroutput[_OUTPUT_KEY] = json.dumps(self.records)
+                                     "hazards": [], "note": error, "warning": "", "tests": []})
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

@@ -43,7 +43,7 @@ class Guard:
         self.sharing_strategy = sharing_strategy
         self.checker = Checker(timeout_s)
         self.watch = ConstructionWatch(self._constructed)
-        self.by_site: dict[tuple[str, Site | None, str], Verdict] = {}
+        self.by_site: dict[tuple[str, Site | None, str, tuple[str, ...]], Verdict] = {}
         self._current: list[tuple[Verdict, Any]] = []
         self.test = ""  # node id of the running test
         self.errors: list[str] = []  # harness-side failures, shown in the summary
@@ -73,7 +73,7 @@ class Guard:
         from torch.utils.data import DataLoader
 
         kind = "loader" if isinstance(obj, DataLoader) else "dataset"
-        key = (kind, site, type_name(obj))
+        key = (kind, site, type_name(obj), _shape(obj))
         with self._lock:
             verdict = self.by_site.get(key)
         if verdict is None:
@@ -108,6 +108,41 @@ class Guard:
                 if self.test and self.test not in verdict.tests:
                     verdict.tests.append(self.test)
         return out
+
+
+def _named(value: Any) -> str:
+    """A function or class by its qualified name (a lambda and a top-level function differ),
+    anything else by its type."""
+    try:
+        if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+            return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+        t = type(value)
+        return f"{t.__module__}.{t.__qualname__}"
+    except Exception:  # noqa: BLE001 - a hostile __qualname__ or __class__
+        return "?"
+
+
+def _shape(obj: Any, limit: int = 64) -> tuple[str, ...]:
+    """What tells two objects of one construction site apart for the check: the names of the
+    loader's callables and of its dataset's attribute values, one level deep (a parametrized
+    test passing a lambda in one case and a function in another gets two verdicts)."""
+    parts: list[str] = []
+    targets = [obj]
+    for name in ("dataset", "collate_fn", "worker_init_fn"):
+        value = getattr(obj, "__dict__", {}).get(name) if name != "dataset" or hasattr(obj, "dataset") else None
+        if value is not None:
+            parts.append(f"{name}={_named(value)}")
+            if name == "dataset":
+                targets.append(value)
+    for target in targets:
+        try:
+            attrs = dict(vars(target))
+        except TypeError:
+            continue
+        for key, value in list(attrs.items())[:limit]:
+            if isinstance(key, str) and not key.startswith("_"):
+                parts.append(f"{key}:{_named(value)}")
+    return tuple(parts)
 
 
 def _datasets_of(dataset: Any, limit: int = 64) -> set[int]:

@@ -12,6 +12,7 @@ terminal lines go through :func:`harness._escape.terminal`, the workflow command
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from harness._escape import terminal
@@ -23,6 +24,8 @@ from harness.report.breaks import describe_breaks
 __all__ = ["failure_text", "github_lines", "merge_records", "record", "summary_lines"]
 
 _PREFIX = "harness --check-loaders"
+#: ``<function <lambda> at 0x7f...>``: an address, which differs between xdist workers.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _finding(f: Any, method: str) -> dict[str, Any]:
@@ -50,17 +53,20 @@ def record(verdict: Verdict) -> dict[str, Any]:
         "findings": [_finding(f, verdict.method) for f in verdict.findings],
         "hazards": [_finding(f, verdict.method) for f in verdict.hazards],
         "note": verdict.note,
+        "warning": verdict.warning,
         "tests": list(verdict.tests),
     }
 
 
 def _key(rec: dict[str, Any]) -> tuple[Any, ...]:
-    return (rec["kind"], rec["site_file"], rec["site_line"], rec["type"])
+    findings = tuple((f["path"], _ADDRESS.sub("", f["message"])) for f in rec["findings"] + rec["hazards"])
+    return (rec["kind"], rec["site_file"], rec["site_line"], rec["type"], findings, rec.get("warning", ""))
 
 
 def merge_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per construction site (kind, file, line, class), the tests of all merged,
-    in the order first seen."""
+    """One record per construction site (kind, file, line, class) and verdict (its findings),
+    the tests of all merged, in the order first seen: a parametrized site whose parameters
+    give two verdicts is listed with each."""
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for rec in records:
         have = merged.get(_key(rec))
@@ -128,7 +134,7 @@ def summary_lines(records: list[dict[str, Any]], mode: str) -> list[str]:
              f"receive them: {len(unsafe)} unsafe, {len(hazardous)} with hazards"
              + (" (warn mode: no test failed for them)" if mode == "warn" and unsafe else "")]
     for rec in unsafe:
-        lines += ["", _headline(rec), f"  built by {plural(len(rec['tests']), 'test')}: {_tests(rec)}"]
+        lines += ["", _headline(rec), f"  built by {_built_by(rec)}"]
         for i, f in enumerate(rec["findings"], 1):
             lines += _finding_lines(i, f)
     for rec in hazardous:
@@ -137,10 +143,19 @@ def summary_lines(records: list[dict[str, Any]], mode: str) -> list[str]:
                       f"{plural(len(rec['hazards']), 'object')} that a newer Python will not pickle"]
         for i, f in enumerate(rec["hazards"], 1):
             lines += _finding_lines(i, f)
+    for rec in records:
+        if rec.get("warning") and not rec["findings"]:
+            lines.append(f"warning: {_site(rec)}: {rec['warning']}")
     notes = [r for r in records if r["note"] and not r["findings"]]
     for rec in notes:
         lines.append(f"note: {_site(rec)}: {rec['note']}")
     return [terminal(line, one_line=True) for line in lines]
+
+
+def _built_by(rec: dict[str, Any]) -> str:
+    if rec["tests"] == ["(outside any test)"]:
+        return "no test: it was constructed outside any test (at import or collection)"
+    return f"{plural(len(rec['tests']), 'test')}: {_tests(rec)}"
 
 
 def _methods(records: list[dict[str, Any]]) -> str:
@@ -149,6 +164,8 @@ def _methods(records: list[dict[str, Any]]) -> str:
 
 def _tests(rec: dict[str, Any], shown: int = 3) -> str:
     tests = rec["tests"]
+    if tests == ["(outside any test)"]:
+        return "none: it was constructed outside any test (at import or collection)"
     more = f" and {len(tests) - shown} more" if len(tests) > shown else ""
     return ", ".join(tests[:shown]) + more
 
@@ -158,6 +175,9 @@ def github_lines(records: list[dict[str, Any]], mode: str) -> list[str]:
     hazard (``::warning``), at the culprit's definition line, else at the construction site."""
     out = []
     for rec in records:
+        if rec.get("warning") and not rec["findings"]:
+            out.append(github_command("warning", f"{_site(rec)}: {rec['warning']}", "DataLoader worker start: check it",
+                                      rec["site_file"], rec["site_line"]))
         for level, findings in (("warning" if mode == "warn" else "error", rec["findings"]), ("warning", rec["hazards"])):
             for f in findings:
                 file, line = (f["file"], f["line"]) if f.get("file") else (rec["site_file"], rec["site_line"])

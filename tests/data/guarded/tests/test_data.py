@@ -12,6 +12,7 @@ from loaderkit.data import (
     make_lambda_loader,
     make_loader,
     make_seeded_loader,
+    negate,
 )
 from torch.utils.data import DataLoader, Dataset
 
@@ -74,3 +75,27 @@ def test_the_check_changes_nothing_the_test_observes():
     assert set(sys.modules) == modules
     assert dict(os.environ) == env
     assert not loader.dataset.transform
+
+
+@pytest.mark.parametrize("transform", [negate, lambda x: x * 10],
+                         ids=["function", "lambda"])
+def test_scaled(transform):
+    from loaderkit.data import make_scaled_loader
+
+    assert len(list(make_scaled_loader(transform))) == 2
+
+
+def test_the_check_does_not_read_items_while_the_test_runs(tmp_path):
+    from loaderkit.data import Logged
+
+    log = tmp_path / "log.txt"
+    loader = DataLoader(Logged(log), batch_size=2, num_workers=0)
+    assert not log.exists()
+    assert len(list(loader)) == 2
+    assert log.read_text().splitlines() == ["0", "1", "2", "3"]
+
+
+def test_sharded_stream():
+    from loaderkit.data import Sharded
+
+    assert sorted(int(x) for x in DataLoader(Sharded(), num_workers=0)) == list(range(8))

@@ -88,3 +88,32 @@ class Counter(IterableDataset):
     def __iter__(self):
         for _ in range(3):
             yield torch.tensor(next(self.ids))
+
+
+def make_scaled_loader(transform, num_workers=0):
+    """Safe or not depending on the transform it is given."""
+    return DataLoader(Squares(8, transform=transform), batch_size=4, num_workers=num_workers)
+
+
+class Logged(Dataset):
+    """Safe: appends a line to its log file at every item it reads (a side effect a test can see)."""
+
+    def __init__(self, log):
+        self.log = str(log)
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        with open(self.log, "a") as fh:
+            fh.write(f"{i}\n")
+        return torch.tensor(i)
+
+
+class Sharded(IterableDataset):
+    """Safe: splits its items between workers with get_worker_info(), as torch's docs show."""
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        start, step = (info.id, info.num_workers) if info is not None else (0, 1)
+        return iter(range(start, 8, step))
