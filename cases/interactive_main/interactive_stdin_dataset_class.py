@@ -14,9 +14,6 @@ CASE = {
     "expect_kind": {"spawn": "main-attribute", "forkserver": "main-attribute"},
     "fix": "interactive-stdin-import",
     "matches": {
-        # A class the interactive __main__ defines, found by diagnose or the pytest guard:
-        # it pickles by reference, and a clean worker's __main__ has no such attribute.
-        "objects": [{"is": "unpickle", "type": "__main__.*"}],
         "errors": [
             {
                 "kind": "main-attribute",

@@ -134,7 +134,15 @@ def _buffers(specs: list[Any], blobs: list[bytes]) -> list[Any]:
 
 
 def _apply(request: dict[str, Any]) -> None:
+    """The test process's ``sys.path``, working directory, environment (as a worker started
+    now would inherit it; this process's containment token kept) and sharing strategy."""
     sys.path[:] = [str(p) for p in request.get("sys_path") or sys.path]
+    env = request.get("environ")
+    if isinstance(env, dict):
+        keep = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_CONTAINMENT")}
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+        os.environ.update(keep)
     cwd = request.get("cwd")
     if cwd and os.path.isdir(cwd):
         os.chdir(cwd)

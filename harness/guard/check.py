@@ -26,7 +26,7 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.guard.checker import Checker, CheckerGone
+from harness.guard.checker import Checker, CheckerGone, CheckerRestarted
 from harness.guard.payload import pickle_for_checker, pickle_sampler
 from harness.guard.watch import Site
 from harness.inspect import sites
@@ -39,6 +39,7 @@ from harness.inspect.walker import (
     find_problems,
     find_references,
     hazard_probe,
+    measure_payload,
     reraise_if_interrupted,
     type_name,
     user_code_guard,
@@ -79,7 +80,7 @@ class Verdict:
     tests: list[str] = field(default_factory=list)
     start: WorkerStart | None = field(default=None, repr=False)
     request: int | None = field(default=None, repr=False)
-    batch_request: int | None = field(default=None, repr=False)
+    sent: tuple[dict[str, Any], list[bytes]] | None = field(default=None, repr=False)
     problems: list[Problem] = field(default_factory=list, repr=False)
     payload: Payload | None = field(default=None, repr=False)
 
@@ -138,13 +139,22 @@ def snapshot(obj: Any, kind: str, site: Site | None, method: str, checker: Check
             verdict.problems = _walked(start, exc)
             verdict.note = "the worker arguments do not pickle, so loading and the first batch were not checked"
             return verdict
-        verdict.payload = Payload(stream_bytes=len(pickled.data), buffer_bytes=sum(n for _, n in pickled.buffers))
+        try:  # the start's own sizes; under file_descriptor, also a tensor freed before the worker opens it
+            verdict.payload = measure_payload(start.args)
+        except BaseException as exc:  # noqa: BLE001 - the walk says where
+            reraise_if_interrupted(exc)
+            verdict.problems = _walked(start, exc)
+            verdict.note = "the worker arguments do not make it to a worker, so loading and the first batch were not checked"
+            return verdict
         if any(h.applies() for h in HAZARDS) and hazard_probe(start.args) is not None:
             verdict.problems = [p for p in find_problems(start.roots, hazards=True) if p.breaks_on]
         sampler = pickle_sampler(start.index_sampler)
+    import os
+
     header = {"sys_path": _sys_path(), "cwd": _cwd(), "sharing_strategy": sharing_strategy,
-              "buffers": pickled.buffers}
-    verdict.request = checker.submit(header, [pickled.data, sampler, *pickled.blobs])
+              "buffers": pickled.buffers, "environ": dict(os.environ)}
+    verdict.sent = (header, [pickled.data, sampler, *pickled.blobs])
+    verdict.request = checker.submit(*verdict.sent)
     return verdict
 
 
@@ -208,29 +218,53 @@ def resolve(verdict: Verdict, checker: Checker) -> Verdict:
     Raises:
         KeyboardInterrupt: a real Ctrl-C.
     """
-    if verdict.request is not None:
-        request, verdict.request = verdict.request, None
+    for _attempt in range(3):  # again when the checker died working on another object
         try:
-            reply = checker.reply(request)
-        except CheckerGone as exc:
-            reply = {"load": {"error": f"a worker loading these arguments would not survive: {exc}",
-                              "exc_type": "WorkerDied"}}
-        with user_code_guard():
-            verdict.problems += _load_reply_problems(verdict, reply)
-        if not verdict.note and "error" not in (reply.get("load") or {}) and "internal" not in reply:
-            batch = checker.submit({"batch": request}, [])
-            try:
-                reply = checker.reply(batch)
-            except CheckerGone as exc:
-                reply = {"batch": {"error": f"the first batch did not come back from a worker: {exc}",
-                                   "exc_type": "WorkerDied"}}
-            with user_code_guard():
-                verdict.problems += _batch_reply_problems(verdict, reply)
+            _read_replies(verdict, checker)
+            break
+        except CheckerRestarted:
+            assert verdict.sent is not None
+            verdict.request = checker.submit(*verdict.sent)
     found = match_problems(verdict.problems) if verdict.problems else []
     verdict.findings = [f for f in found if not f.problem.breaks_on]
     verdict.hazards = [f for f in found if f.problem.breaks_on]
     verdict.start = None  # the live objects are not needed any more
+    verdict.sent = None
     return verdict
+
+
+def _read_replies(verdict: Verdict, checker: Checker) -> None:
+    """The load's reply, then the first batch's (requested now, after the test).
+
+    Raises:
+        CheckerRestarted: the checker died working on another request; send this one again.
+    """
+    if verdict.request is None:
+        return
+    request = verdict.request
+    try:
+        reply = checker.reply(request)
+    except CheckerRestarted:
+        raise
+    except CheckerGone as exc:
+        reply = {"load": {"error": f"a worker loading these arguments would not survive: {exc}",
+                          "exc_type": "WorkerDied"}}
+    verdict.request = None
+    with user_code_guard():
+        verdict.problems += _load_reply_problems(verdict, reply)
+    if verdict.note or "error" in (reply.get("load") or {}) or "internal" in reply:
+        return
+    batch = checker.submit({"batch": request}, [])
+    try:
+        reply = checker.reply(batch)
+    except CheckerRestarted:
+        verdict.request = request
+        raise
+    except CheckerGone as exc:
+        reply = {"batch": {"error": f"the first batch did not come back from a worker: {exc}",
+                           "exc_type": "WorkerDied"}}
+    with user_code_guard():
+        verdict.problems += _batch_reply_problems(verdict, reply)
 
 
 def _load_reply_problems(verdict: Verdict, reply: dict[str, Any]) -> list[Problem]:

@@ -14,12 +14,12 @@ its whole tree (:func:`harness.run.sampler.kill_tree`) and the next request star
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import queue
 import subprocess
 import sys
-import tempfile
 import threading
 from typing import Any, BinaryIO
 
@@ -39,7 +39,13 @@ START_TIMEOUT_S = 120.0
 
 
 class CheckerGone(Exception):
-    """The checker process died, hung past its timeout, or broke the protocol; ``str()`` says which."""
+    """The checker process died, hung past its timeout, or broke the protocol while it worked
+    on this request; ``str()`` says which."""
+
+
+class CheckerRestarted(CheckerGone):
+    """The checker died while it worked on an earlier request: this one never ran, and the
+    next :meth:`Checker.submit` starts a fresh checker to send it again."""
 
 
 def preparation_data() -> dict[str, Any]:
@@ -69,31 +75,54 @@ class Checker:
         self._cond = threading.Condition()
         self._ended: str | None = None
         self._ready = False
-        self._stderr: Any = None
+        self._stderr: collections.deque[bytes] = collections.deque(maxlen=64)
+        self._inflight: set[int] = set()
+        self._culprit: int | None = None  # the request in progress when the checker ended
         self.started = 0  # checker processes started this session
 
     # -- lifetime ----------------------------------------------------------------------------
 
     def _start(self) -> None:
-        self._stderr = tempfile.TemporaryFile()
+        from harness.run import containment
+
+        self._stderr = collections.deque(maxlen=64)
         kwargs: dict[str, Any] = {}
         if sys.platform == "win32":
             kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
         else:
             kwargs["start_new_session"] = True
+        # The containment token and watchdog: if this process is killed (a CI timeout killing
+        # pytest's process group), the checker and what it started are killed too.
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _PROGRAM.format(parent=_HARNESS_PARENT)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, **kwargs,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=containment.child_env(), **kwargs,
         )
+        containment.track(self._proc.pid)
         self.started += 1
+        self._inflight = set()
+        self._culprit = None
         self._outbox = queue.Queue()
         self._replies = {}
         self._ended = None
         self._ready = False
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._outbox.put(({"preparation": preparation_data()}, []))
-        for target, stream in ((self._write_loop, self._proc.stdin), (self._read_loop, self._proc.stdout)):
+        for target, stream in ((self._write_loop, self._proc.stdin), (self._read_loop, self._proc.stdout),
+                               (self._drain, self._proc.stderr)):
             threading.Thread(target=target, args=(stream,), name="harness-checker", daemon=True).start()
+
+    def _drain(self, stream: BinaryIO) -> None:
+        """Keep the end of what the checker writes to standard error (bounded: a dataset that
+        floods it fills no disk)."""
+        try:
+            while True:
+                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+                if not chunk:
+                    break
+                self._stderr.append(chunk[-4096:])
+        except (OSError, ValueError):
+            pass
 
     def warm_up(self) -> None:
         """Start the checker now, if it is not running, without waiting for it."""
@@ -110,22 +139,26 @@ class Checker:
             proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             pass
+        from harness.run import containment
         from harness.run.sampler import kill_tree
 
+        if sys.platform != "win32":
+            try:  # its own session: everything it started, even after it was reaped
+                os.killpg(proc.pid, 9)
+            except OSError:
+                pass
         kill_tree(proc.pid)
+        containment.untrack(proc.pid)
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - kill_tree waited already
             pass
-        for stream in (proc.stdin, proc.stdout):
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
             try:
                 if stream is not None:
                     stream.close()
             except OSError:
                 pass
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
 
     # -- the threads -------------------------------------------------------------------------
 
@@ -160,11 +193,13 @@ class Checker:
                         self._ready = True
                     elif isinstance(header.get("id"), int):
                         self._replies[header["id"]] = header
+                        self._inflight.discard(header["id"])
                     self._cond.notify_all()
         except (OSError, ValueError, FrameError) as exc:
             reason = f"the checker broke the protocol: {exc}"
         with self._cond:
             self._ended = reason
+            self._culprit = min(self._inflight) if self._inflight else None
             self._cond.notify_all()
 
     # -- requests ----------------------------------------------------------------------------
@@ -174,6 +209,8 @@ class Checker:
         if self._proc is None:
             self._start()
         request_id = next(self._ids)
+        with self._cond:
+            self._inflight.add(request_id)
         self._outbox.put(({**header, "id": request_id}, blobs))
         return request_id
 
@@ -202,25 +239,26 @@ class Checker:
                     break
             reply = self._replies.pop(request_id, None)
             ended = self._ended
+            culprit = self._culprit
         if reply is not None:
             return reply
+        if ended is not None and culprit is not None and culprit != request_id:
+            self.close()
+            raise CheckerRestarted(f"the checker ended during request {culprit}, before this one")
         reason = ended or (f"no answer within {self.timeout_s:g} s (the first batch, or loading, hangs)"
                            if self._ready else f"the checker was not ready within {START_TIMEOUT_S:g} s")
-        status = self._proc.poll() if self._proc is not None else None
+        status = None
+        if self._proc is not None:
+            try:  # it closed its end: its exit status follows at once
+                status = self._proc.wait(timeout=2) if ended else self._proc.poll()
+            except subprocess.TimeoutExpired:
+                status = None
         tail = self._stderr_tail()
         self.close()
         detail = f" (exit status {status})" if status not in (None, 0) else ""
         raise CheckerGone(reason + detail + (f"; its last output: {tail}" if tail else ""))
 
     def _stderr_tail(self, limit: int = 400) -> str:
-        if self._stderr is None:
-            return ""
-        try:
-            self._stderr.flush()
-            size = self._stderr.seek(0, os.SEEK_END)
-            self._stderr.seek(max(0, size - limit))
-            text = self._stderr.read().decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
+        text = b"".join(list(self._stderr))[-limit:].decode("utf-8", "replace")
         lines = [line for line in text.splitlines() if line.strip()]
         return lines[-1].strip() if lines else ""

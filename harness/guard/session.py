@@ -23,7 +23,7 @@ from typing import Any
 from harness.guard.check import Verdict, resolve, snapshot
 from harness.guard.checker import Checker
 from harness.guard.watch import ConstructionWatch, Site
-from harness.inspect.walker import reraise_if_interrupted, type_name
+from harness.inspect.walker import type_name
 
 __all__ = ["Guard"]
 
@@ -65,8 +65,9 @@ class Guard:
     def _constructed(self, obj: Any, site: Site | None) -> None:
         try:
             self._check(obj, site)
+        except KeyboardInterrupt:
+            raise  # the user's own code raising it is a finding inside the check: this one is real
         except BaseException as exc:  # noqa: BLE001 - the test must not see the guard fail
-            reraise_if_interrupted(exc)
             self.errors.append(f"{type_name(obj)} at {site}: the guard failed: {type(exc).__name__}: {exc}")
 
     def _check(self, obj: Any, site: Site | None) -> None:
@@ -99,8 +100,9 @@ class Guard:
             if verdict.pending or verdict.start is not None:
                 try:
                     resolve(verdict, self.checker)
+                except KeyboardInterrupt:
+                    raise  # a real Ctrl-C while waiting for the checker
                 except BaseException as exc:  # noqa: BLE001 - a harness failure is a note, not the test's
-                    reraise_if_interrupted(exc)
                     verdict.note = f"not checked: the guard failed: {type(exc).__name__}: {exc}"
                     verdict.start = verdict.request = None
             if not any(v is verdict for v in out):
@@ -137,11 +139,19 @@ def _shape(obj: Any, limit: int = 64) -> tuple[str, ...]:
     for target in targets:
         try:
             attrs = dict(vars(target))
-        except TypeError:
+        except Exception:  # noqa: BLE001 - no __dict__, or a hostile one
             continue
         for key, value in list(attrs.items())[:limit]:
             if isinstance(key, str) and not key.startswith("_"):
                 parts.append(f"{key}:{_named(value)}")
+                inner: Any = value
+                try:  # one level further: the callables a Compose-like object holds
+                    if not isinstance(value, (list, tuple)):
+                        inner = getattr(value, "transforms", None) or getattr(value, "__dict__", {}).get("fns")
+                    if isinstance(inner, (list, tuple)):
+                        parts += [f"{key}[{i}]:{_named(v)}" for i, v in enumerate(inner[:16])]
+                except Exception:  # noqa: BLE001 - a hostile attribute
+                    pass
     return tuple(parts)
 
 

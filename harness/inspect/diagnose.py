@@ -274,9 +274,22 @@ def _findings(problems: list[Problem]) -> list[Finding]:
     known = hints.catalogue_hints()
     out = []
     for p in problems:
-        case = known.case_for_problem(p)
+        case = known.case_for_problem(p) or _case_for_load_error(known, p)
         out.append(Finding(p, case.id if case else None, case.fix if case else None))
     return out
+
+
+def _case_for_load_error(known: hints.Hints, p: Problem) -> Any:
+    """For an object that failed to load in a clean worker (``unpickle``), the case whose
+    error declaration matches the worker's own error, as ``reproduce`` matches a run's
+    (``Can't get attribute 'X' on <module '__main__'>`` is a ``main-attribute`` error)."""
+    if p.label != "unpickle":
+        return None
+    from harness.classify.classifier import classify_traceback
+
+    text = p.message.split("fails: ", 1)[-1]
+    verdict = classify_traceback(text)
+    return known.case_for_error(verdict.kind, f"{verdict.message}\n{verdict.root_cause}\n{text}")
 
 
 def diagnosis_to_child(result: Diagnosis) -> dict[str, Any]:
