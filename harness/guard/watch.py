@@ -25,6 +25,7 @@ import functools
 import os
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -93,8 +94,9 @@ class ConstructionWatch:
     def _wrap(self, cls: type) -> None:
         """Wrap ``cls.__init__`` where ``cls`` defines it and it is not wrapped already."""
         init = cls.__dict__.get("__init__")
-        if init is None or hasattr(init, "__harness_guard__") or not callable(init):
-            return
+        if not isinstance(init, types.FunctionType) or hasattr(init, "__harness_guard__"):
+            return  # none, wrapped already, or not a plain function (a callable object, a
+            # staticmethod: Python calls those without the instance)
         try:
             self._set(cls, "__init__", self._wrapper(init))
         except (AttributeError, TypeError):  # a class that refuses new attributes
