@@ -27,6 +27,7 @@ __all__ = ["DIAGNOSE_TARGET", "RATIO_TARGET", "diagnose_targets", "run_benchmark
 
 RATIO_TARGET = 1.25
 DIAGNOSE_TARGET = 1.3
+GUARDED = Path(__file__).resolve().parents[1] / "tests" / "data" / "guarded"
 
 _FACTORY = '''
 
@@ -43,6 +44,44 @@ def write_factories(folder: Path, count: int = 4) -> Path:
     path = folder / "loaders.py"
     path.write_text(body, encoding="utf-8")
     return path
+
+
+_HEADER = '''\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Items(Dataset):
+    def __init__(self, n, scale):
+        self.n = n
+        self.scale = scale
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.tensor([i * self.scale, i])
+
+
+def collate(batch):
+    return torch.stack(batch)
+
+'''
+
+_TEST = '''
+def test_loader_{i}():
+    loader = DataLoader(Items({n}, {i}), batch_size=4, num_workers=0, collate_fn=collate)
+    assert sum(b.shape[0] for b in loader) == {n}
+'''
+
+
+def write_suite(folder: Path, tests: int = 50) -> Path:
+    """A test file of ``tests`` tests, each building its own loader (a construction site each)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    body = _HEADER + "".join(_TEST.format(i=i, n=8 + i % 5) for i in range(tests))
+    (folder / "test_loaders.py").write_text(body, encoding="utf-8")
+    (folder / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    return folder
 
 
 def _session(folder: Path, guard: bool) -> tuple[float, int]:
