@@ -106,10 +106,15 @@ def test_silent_failures_are_expected_in_at_least_three_cells():
 
 
 def test_stdin_cases_are_script_cases_the_cell_runs_without_a_file():
-    stdin = [c for c in CATALOGUE.cases if c.family == "interactive-main"]
+    interactive = [c for c in CATALOGUE.cases if c.family == "interactive-main"]
+    stdin = [c for c in interactive if not c.notebook]
     assert {declared_stdin(c.path) for c in stdin} == {"interactive", "pipe"}
-    for case in stdin:
+    for case in interactive:
         assert case.script, case.id
+    # the family's notebook cases run in a real kernel, from their file: no stdin mode
+    notebooks = [c for c in interactive if c.notebook]
+    assert {c.id for c in notebooks} == {"notebook-dataset-class", "notebook-import"}
+    assert all(c.stdin is None for c in notebooks)
     assert declared_stdin(CASES["entry-no-main-guard"].path) is None
 
 
