@@ -43,6 +43,7 @@ import sys
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, BinaryIO
 
+from harness.child.ending import flush_and_exit
 from harness.child.frames import read_message, write_message
 from harness.child.worker_loop import NOTHING, draw_indices, first_batch
 
@@ -283,12 +284,7 @@ def main() -> None:
         serve(inp, out)
     except BaseException:  # noqa: BLE001 - a broken pipe: the test process is gone
         status = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:  # noqa: BLE001, S110 - a closed or replaced stream
-            pass
-    os._exit(status)
+    flush_and_exit(status)
 
 
 if __name__ == "__main__":

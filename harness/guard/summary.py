@@ -164,8 +164,6 @@ def _methods(records: list[dict[str, Any]]) -> str:
 
 def _tests(rec: dict[str, Any], shown: int = 3) -> str:
     tests = rec["tests"]
-    if tests == ["(outside any test)"]:
-        return "none: it was constructed outside any test (at import or collection)"
     more = f" and {len(tests) - shown} more" if len(tests) > shown else ""
     return ", ".join(tests[:shown]) + more
 

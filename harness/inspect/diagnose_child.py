@@ -28,12 +28,12 @@ process (``os._exit``, a signal, a crash).
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
+from harness.child.ending import flush_and_exit
 from harness.child.fileio import write_atomic
 
 
@@ -116,9 +116,4 @@ if __name__ == "__main__":
         main(sys.argv[1:])
     except BaseException:  # noqa: BLE001 - a result file not written: the parent reports this exit status
         status = 70  # EX_SOFTWARE
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:  # noqa: BLE001, S110 - a closed or replaced stream
-            pass
-    os._exit(status)
+    flush_and_exit(status)
