@@ -60,6 +60,16 @@ def project(tmp_path_factory):
     return work, python
 
 
+def _guard_section(out: str) -> str:
+    """The guard's own terminal section: from its header to the next section or annotation.
+
+    pytest's "short test summary info" repeats each failure's first line after it, and in full
+    when ``CI`` is set (it is not cut to the terminal width then), so it is left out.
+    """
+    body = out.split("harness --check-loaders) =", 1)[1].split("\n", 1)[1]
+    return re.split(r"^(?:=+ .* =+|::\w+ .*)$", body, maxsplit=1, flags=re.M)[0]
+
+
 def _pytest(project, *args, env=None):
     work, python = project
     mark = uuid.uuid4().hex
@@ -103,7 +113,7 @@ def test_it_fails_exactly_the_unsafe_tests_at_the_culprits_definition_lines(proj
     assert "site-packages" not in out
     # The parametrized site is listed once, with its three tests.
     site = f"constructed at src/loaderkit/data.py:{_line_of(data, 'return DataLoader(Squares(8), batch_size=4')}"
-    summary = out.split("harness --check-loaders) =", 1)[1].split("\n::", 1)[0]
+    summary = _guard_section(out)
     assert summary.count(site) == 1
     assert "built by 3 tests: tests/test_data.py::test_lambda_collate[1]" in out
     # num_workers=0 loaders and bare datasets are reported in words of their own.
@@ -129,8 +139,7 @@ def test_xdist_gives_the_same_findings_once_each(project):
     assert same(parallel_cases) == same(serial_cases)
 
     def summary(out):
-        body = out.split("harness --check-loaders) =", 1)[1]
-        return sorted(line for line in body.splitlines() if " constructed at " in line)
+        return sorted(line for line in _guard_section(out).splitlines() if " constructed at " in line)
 
     assert summary(parallel.stdout) == summary(serial.stdout)
     assert len(summary(serial.stdout)) == len(set(summary(serial.stdout))) == 6  # 5 unsafe verdicts and 1 hazard
