@@ -47,7 +47,7 @@ from harness.child.ending import flush_and_exit
 from harness.child.frames import read_message, write_message
 from harness.child.worker_loop import NOTHING, draw_indices, first_batch
 
-__all__ = ["main", "rebuild_storage"]
+__all__ = ["forget_project_modules", "main", "rebuild_storage"]
 
 
 def rebuild_storage(data: Any, nbytes: int) -> Any:
@@ -138,6 +138,7 @@ def _apply(request: dict[str, Any]) -> None:
     """The test process's ``sys.path``, working directory, environment (as a worker started
     now would inherit it; this process's containment token kept) and sharing strategy."""
     sys.path[:] = [str(p) for p in request.get("sys_path") or sys.path]
+    _PROJECT_ROOT[0] = str(request.get("project_root") or "")
     env = request.get("environ")
     if isinstance(env, dict):
         keep = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_CONTAINMENT")}
@@ -157,6 +158,44 @@ def _apply(request: dict[str, Any]) -> None:
 
 #: Loaded arguments kept for the first batch, by request id (``{"batch": id}`` takes them).
 _LOADED: dict[Any, tuple[Any, bytes, dict[str, Any]]] = {}
+#: ``sys.modules`` once prepared, before any request (:func:`forget_project_modules`).
+_BASELINE: set[str] = set()
+#: The test process's project root, from the latest request.
+_PROJECT_ROOT = [""]
+_COMPILED = (".so", ".pyd", ".dylib")
+_NOT_SOURCE = ("site-packages", "dist-packages", ".nox", ".tox", ".venv", "venv", "build")
+
+
+def forget_project_modules(root: str) -> list[str]:
+    """Drop from ``sys.modules`` the modules that checks imported from the project under
+    ``root``, so that the next check starts as a fresh worker would, without module state
+    that an earlier loader's code set. A module stays when it is not a plain ``.py`` file of
+    the project (site-packages, a virtual environment, a build folder), or when its top-level
+    package loaded a compiled extension (which cannot be imported twice). Called only when no
+    loaded arguments are kept. Returns the names dropped."""
+    if not root:
+        return []
+    prefix = os.path.join(os.path.abspath(root), "")
+    groups: dict[str, list[str]] = {}
+    compiled: set[str] = set()
+    for name, module in list(sys.modules.items()):
+        if name in _BASELINE or name == "__mp_main__":
+            continue
+        top = name.partition(".")[0]
+        file = getattr(module, "__file__", None)
+        if not isinstance(file, str) or file.endswith(_COMPILED):
+            compiled.add(top)
+            continue
+        path = os.path.abspath(file)
+        parts = path[len(prefix):].split(os.sep) if path.startswith(prefix) else None
+        if parts is None or any(p in _NOT_SOURCE for p in parts):
+            compiled.add(top)  # not the project's own source: kept, with its package
+            continue
+        groups.setdefault(top, []).append(name)
+    dropped = [name for top, names in groups.items() if top not in compiled for name in names]
+    for name in dropped:
+        sys.modules.pop(name, None)
+    return dropped
 
 
 def check(request: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
@@ -254,6 +293,7 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
         import torch  # noqa: F401 - as a worker's unpickling of a Dataset would
         import torch.multiprocessing  # noqa: F401 - registers torch's reducers
 
+        _BASELINE.update(sys.modules)
         write_message(out, {"ready": True, "pid": os.getpid()})
     except BaseException as exc:  # noqa: BLE001 - the main module or torch cannot even be imported
         write_message(out, {"ready": False, **_error(exc)})
@@ -264,6 +304,8 @@ def serve(inp: BinaryIO, out: BinaryIO) -> None:
             return
         try:
             reply = check(*message)
+            if not _LOADED:
+                forget_project_modules(_PROJECT_ROOT[0])
         except BaseException as exc:  # noqa: BLE001 - never a traceback on the protocol stream
             reply = {"id": message[0].get("id"), "internal": _error(exc)}
         write_message(out, reply)

@@ -46,7 +46,7 @@ from harness.inspect.walker import (
 )
 from harness.inspect.worker_start import DEFAULT_NUM_WORKERS, WorkerStart, worker_start
 
-__all__ = ["Verdict", "resolve", "snapshot"]
+__all__ = ["Verdict", "resolve", "snapshot", "submit"]
 
 
 @dataclass
@@ -115,9 +115,11 @@ def _start_of(obj: Any, kind: str) -> WorkerStart:
     return worker_start(obj, None)
 
 
-def snapshot(obj: Any, kind: str, site: Site | None, method: str, checker: Checker,
+def snapshot(obj: Any, kind: str, site: Site | None, method: str, checker: Checker | None,
              sharing_strategy: str | None) -> Verdict:
-    """Pickle ``obj``'s worker start now, walk it if that fails, else send it to ``checker``.
+    """Pickle ``obj``'s worker start now, walk it if that fails, else send it to ``checker``
+    (with ``checker=None``, keep it in ``verdict.sent`` for :func:`submit`: a dataset that a
+    loader may still wrap).
 
     Raises:
         KeyboardInterrupt: a real Ctrl-C; whatever the user's code raises is a finding.
@@ -152,10 +154,17 @@ def snapshot(obj: Any, kind: str, site: Site | None, method: str, checker: Check
     import os
 
     header = {"sys_path": _sys_path(), "cwd": _cwd(), "sharing_strategy": sharing_strategy,
-              "buffers": pickled.buffers, "environ": dict(os.environ)}
+              "buffers": pickled.buffers, "environ": dict(os.environ), "project_root": sites.project_root()}
     verdict.sent = (header, [pickled.data, sampler, *pickled.blobs])
-    verdict.request = checker.submit(*verdict.sent)
+    if checker is not None:
+        submit(verdict, checker)
     return verdict
+
+
+def submit(verdict: Verdict, checker: Checker) -> None:
+    """Send what :func:`snapshot` pickled to ``checker``, once; nothing when nothing is to send."""
+    if verdict.sent is not None and verdict.request is None:
+        verdict.request = checker.submit(*verdict.sent)
 
 
 def _sys_path() -> list[str]:

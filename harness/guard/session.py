@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from harness.guard.check import Verdict, resolve, snapshot
+from harness.guard.check import Verdict, resolve, snapshot, submit
 from harness.guard.checker import Checker
 from harness.guard.watch import ConstructionWatch, Site
 from harness.inspect.walker import type_name
@@ -79,8 +79,9 @@ class Guard:
             verdict = self.by_site.get(key)
         if verdict is None:
             self.checker.warm_up()
-            with self.watch.quiet():
-                verdict = snapshot(obj, kind, site, self.method, self.checker, self.sharing_strategy)
+            with self.watch.quiet():  # a dataset goes to the checker once no loader of the test wraps it
+                verdict = snapshot(obj, kind, site, self.method, self.checker if kind == "loader" else None,
+                                   self.sharing_strategy)
             with self._lock:
                 self.by_site[key] = verdict
         self._current.append((verdict, obj))
@@ -94,10 +95,15 @@ class Guard:
             if verdict.kind == "loader":
                 wrapped |= _datasets_of(getattr(obj, "dataset", None))
         out: list[Verdict] = []
+        needed = {id(v) for v, obj in current if not (v.kind == "dataset" and id(obj) in wrapped)}
         for verdict, obj in current:
+            if id(verdict) not in needed:
+                self._forget(verdict)
+                continue
             if verdict.kind == "dataset" and id(obj) in wrapped:
                 continue
-            if verdict.pending or verdict.start is not None:
+            if verdict.start is not None:
+                submit(verdict, self.checker)
                 try:
                     resolve(verdict, self.checker)
                 except KeyboardInterrupt:
@@ -110,6 +116,18 @@ class Guard:
                 if self.test and self.test not in verdict.tests:
                     verdict.tests.append(self.test)
         return out
+
+    def _forget(self, verdict: Verdict) -> None:
+        """A dataset verdict that a loader made needless: never sent, so not cached either (the
+        same site's next dataset, unwrapped, is checked as it is then)."""
+        if verdict.request is not None or verdict.start is None:
+            return  # sent already, or resolved for an earlier test: it stays
+        with self._lock:
+            for key, cached in list(self.by_site.items()):
+                if cached is verdict:
+                    del self.by_site[key]
+        verdict.start = None
+        verdict.sent = None
 
 
 def _named(value: Any) -> str:

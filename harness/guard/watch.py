@@ -8,9 +8,17 @@ construction site: the first frame up the stack outside the harness, outside tor
 outside that object's own ``__init__`` chain. So an object is seen once, after every
 subclass's ``__init__`` has run and before the test can use it.
 
+An ``__init__`` that a class gets after it was created (``@dataclasses.dataclass``, attrs,
+an assignment), or a subclass whose base's ``__init_subclass__`` does not call ``super()``,
+is wrapped when the first instance is created: ``DataLoader`` and ``Dataset`` get a
+``__new__`` that wraps every unwrapped ``__init__`` of the class's MRO, then creates the
+object as the next ``__new__`` in the MRO would (``object.__new__``, with its argument
+rules, ``Objects/typeobject.c``: ``object_new``).
+
 A ``Dataset`` subclass with no ``__init__`` of its own anywhere gets one on ``Dataset``
-itself, which accepts no arguments, as ``object.__init__`` does for such a class (its
-message: ``X() takes no arguments``).
+itself, which accepts arguments exactly where ``object.__init__`` would (``object_init``:
+``X() takes no arguments``; called with arguments from a subclass's ``__init__``:
+``object.__init__() takes exactly one argument (the instance to initialize)``).
 
 Everything is undone by :meth:`ConstructionWatch.uninstall`. The wrappers keep the wrapped
 function as ``__wrapped__`` (:func:`functools.wraps`; :func:`inspect.signature` follows it)
@@ -56,7 +64,7 @@ class ConstructionWatch:
     def __init__(self, callback: Callable[[Any, Site | None], None]) -> None:
         self.callback = callback
         self._local = threading.local()
-        self._patched: list[tuple[type, str, Any]] = []  # (class, attribute, previous value or _ABSENT)
+        self._patched: list[tuple[type, Any, Any]] = []  # (class, attribute, previous value or _ABSENT)
         self._torch_dir = ""
         self._bases: tuple[type, ...] = ()
 
@@ -74,10 +82,17 @@ class ConstructionWatch:
             for cls in _all_subclasses(base):
                 self._wrap(cls)
             self._hook_subclasses(base)
+            self._give_new(base)
 
     def uninstall(self) -> None:
-        """Restore every attribute that :meth:`install` and later subclass hooks changed."""
+        """Restore every attribute that :meth:`install` and later subclass hooks changed (the
+        stand-in ``__new__`` stays, doing nothing more than ``object.__new__``: CPython cannot
+        give a class its ``tp_new`` slot back once ``__new__`` was set, :func:`_stand_in_new`)."""
         for cls, name, previous in reversed(self._patched):
+            if name is _WATCHING:
+                if _WATCHING.get(cls) is self:
+                    del _WATCHING[cls]
+                continue
             try:
                 if previous is _ABSENT:
                     delattr(cls, name)
@@ -123,16 +138,43 @@ class ConstructionWatch:
         watch = self
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807 - it is an __init__
-            if (args or kwargs) and type(self).__new__ is _OBJECT_NEW:
-                raise TypeError(f"{type(self).__name__}() takes no arguments")
+            cls = type(self)
+            following = _following(cls, dataset, "__init__")
             watch._enter(self)
-            watch._leave(self, True)
+            done = False
+            try:
+                if following is not object.__init__:  # a base after Dataset in the MRO (dict, ...)
+                    following(self, *args, **kwargs)
+                elif args or kwargs:  # object_init's rules
+                    if cls.__init__ is not __init__:
+                        raise TypeError("object.__init__() takes exactly one argument (the instance to initialize)")
+                    if _is_object_new(cls.__new__):
+                        raise TypeError(f"{cls.__name__}() takes no arguments")
+                done = True
+            finally:
+                watch._leave(self, done)
 
         __init__.__qualname__ = f"{dataset.__qualname__}.__init__"
         __init__.__module__ = dataset.__module__
         __init__.__harness_guard__ = object.__init__  # type: ignore[attr-defined]
         if "__init__" not in dataset.__dict__:
             self._set(dataset, "__init__", __init__)
+            _OBJECT_LIKE_INITS.add(__init__)
+
+    def _give_new(self, base: type) -> None:
+        """Make this watch the one :func:`_stand_in_new` wraps for (installing it once)."""
+        if "__new__" not in base.__dict__:
+            setattr(base, "__new__", staticmethod(_stand_in_new(base)))  # noqa: B010 - a class attribute
+        if getattr(base.__dict__["__new__"], "__func__", None) in _OBJECT_LIKE_NEWS:
+            _WATCHING[base] = self
+            self._patched.append((base, _WATCHING, _ABSENT))
+
+    def _wrap_mro(self, cls: type) -> None:
+        for klass in cls.__mro__:
+            if klass in self._bases or klass is object:
+                return
+            if "__init__" in klass.__dict__ and issubclass(klass, self._bases):
+                self._wrap(klass)
 
     def _hook_subclasses(self, base: type) -> None:
         watch = self
@@ -203,6 +245,59 @@ class _Absent:
 
 _ABSENT: Any = _Absent()
 _OBJECT_NEW: Any = object.__new__
+#: The ``__init__`` and ``__new__`` functions installed here that stand in for ``object``'s.
+_OBJECT_LIKE_INITS: set[Any] = set()
+_OBJECT_LIKE_NEWS: set[Any] = {_OBJECT_NEW}
+
+
+def _is_object_new(new: Any) -> bool:
+    return new in _OBJECT_LIKE_NEWS
+
+
+#: The watch each base's stand-in ``__new__`` wraps for, while one is installed.
+_WATCHING: dict[type, ConstructionWatch] = {}
+
+
+def _stand_in_new(base: type) -> Any:
+    """``base.__new__``, installed once per process and never removed.
+
+    While a watch is installed, it wraps what the class's MRO left unwrapped; then it creates
+    the object as the next ``__new__`` in the MRO would, with ``object_new``'s argument rules
+    where that is ``object.__new__``. It stays after :meth:`ConstructionWatch.uninstall`:
+    deleting a ``__new__`` set on a class leaves its ``tp_new`` slot calling ``__new__`` by
+    name (``update_one_slot`` in ``Objects/typeobject.c`` keeps the current slot for
+    ``object.__new__``'s wrapper), and ``object.__new__`` then refuses every argument.
+    """
+
+    base_class: Any = base
+
+    def __new__(cls: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807 - it is a __new__
+        watch = _WATCHING.get(base)
+        if watch is not None:
+            watch._wrap_mro(cls)
+        following = super(base_class, cls).__new__
+        if following is not _OBJECT_NEW:
+            return following(cls, *args, **kwargs)
+        if args or kwargs:  # object_new's rules, this __new__ standing in for object's
+            if not _is_object_new(cls.__new__):
+                raise TypeError("object.__new__() takes exactly one argument (the type to instantiate)")
+            if cls.__init__ in _OBJECT_LIKE_INITS or cls.__init__ is object.__init__:
+                raise TypeError(f"{cls.__name__}() takes no arguments")
+        return _OBJECT_NEW(cls)
+
+    __new__.__qualname__ = f"{base.__qualname__}.__new__"
+    __new__.__module__ = base.__module__
+    _OBJECT_LIKE_NEWS.add(__new__)
+    return __new__
+
+
+def _following(cls: type, base: type, name: str) -> Any:
+    """``name`` as the first class after ``base`` in ``cls``'s MRO defines it."""
+    mro = cls.__mro__
+    for klass in mro[mro.index(base) + 1:]:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return getattr(object, name)
 
 
 def _all_subclasses(base: type) -> list[type]:

@@ -46,6 +46,7 @@ __all__ = [
     "first_user_site",
     "is_library_file",
     "project_file",
+    "project_root",
     "set_project_root",
     "site_along",
     "user_site",
@@ -105,8 +106,12 @@ def set_project_root(root: str | None) -> None:
     project_file.cache_clear()
 
 
-def _root() -> str:
+def project_root() -> str:
+    """The folder paths are shown relative to (:func:`set_project_root`; else the current one)."""
     return _PROJECT_ROOT or os.getcwd()
+
+
+_root = project_root
 
 
 @functools.lru_cache(maxsize=4096)

@@ -60,3 +60,59 @@ def test_system_exit_in_getitem_is_a_finding_at_the_batch(hostile, checker):
     assert [f.problem.path for f in v.findings] == ["batch"]
     assert "building the first batch raised SystemExit: 5" in v.findings[0].problem.message
     assert v.findings[0].problem.file.endswith("guard_hostile.py")
+
+
+_REGISTRY_PROJECT = {
+    "registry.py": "SEEN = []\n",
+    "stateful.py": '''\
+from torch.utils.data import Dataset
+
+import registry
+
+
+class Registers(Dataset):
+    """Its loading in a worker sets module state (a registry entry)."""
+
+    def __init__(self):
+        self.n = 2  # a state to load: pickle calls no __setstate__ for an empty one
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return i
+
+    def __setstate__(self, state):
+        registry.SEEN.append(type(self).__name__)
+        self.__dict__.update(state)
+
+
+class NeedsRegistry(Registers):
+    """Loads only where something registered first: never in a fresh worker."""
+
+    def __setstate__(self, state):
+        if not registry.SEEN:
+            raise RuntimeError("nothing registered in this worker")
+        self.__dict__.update(state)
+''',
+}
+
+
+def test_module_state_an_earlier_check_set_does_not_reach_the_next(tmp_path, monkeypatch, checker):
+    """A fresh spawn worker does not have what an earlier loader's code set in the project's
+    modules; the checker, reused, must not have it either. The truth is a real spawn worker's."""
+    from harness.inspect import sites
+
+    for name, text in _REGISTRY_PROJECT.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sites, "_PROJECT_ROOT", str(tmp_path))
+    stateful = importlib.import_module("stateful")
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):
+        list(DataLoader(stateful.NeedsRegistry(), num_workers=1, multiprocessing_context="spawn"))
+    first = _check(DataLoader(stateful.Registers(), num_workers=2), checker)
+    assert not first.unsafe and first.note == ""
+    second = _check(DataLoader(stateful.NeedsRegistry(), num_workers=2), checker)
+    assert second.unsafe
+    assert "nothing registered in this worker" in second.findings[0].problem.message
+    assert checker.started == 1

@@ -104,7 +104,7 @@ def test_signatures_stay_and_uninstall_restores_everything():
     assert Later.__dict__["__init__"].__name__ == "__init__" and not hasattr(Later.__dict__["__init__"], "__harness_guard__")
     assert Early.__dict__["__init__"] is before_early
     assert DataLoader.__init__ is before_loader_init
-    assert dict(Dataset.__dict__).keys() == before_dataset.keys()
+    assert dict(Dataset.__dict__).keys() - {"__new__"} == before_dataset.keys() - {"__new__"}
 
 
 def test_quiet_hides_constructions_on_its_thread_only(seen):
@@ -116,3 +116,108 @@ def test_quiet_hides_constructions_on_its_thread_only(seen):
         t.start()
         t.join()
     assert [o for o, _ in got] == other
+
+
+def test_an_init_given_after_the_class_was_made_is_seen(seen):
+    """``@dataclass`` (and attrs, and an assignment) sets ``__init__`` after
+    ``__init_subclass__`` ran; a base whose ``__init_subclass__`` skips ``super()`` hides
+    its subclasses from the hook."""
+    import dataclasses
+
+    got, _ = seen
+
+    @dataclasses.dataclass
+    class Rows(Dataset):
+        n: int
+        scale: float = 1.0
+
+    class Assigned(Dataset):
+        pass
+
+    def init(self, path):
+        self.path = path
+
+    Assigned.__init__ = init
+
+    class Quiet(Dataset):
+        def __init_subclass__(cls, **kwargs):  # no super() call
+            pass
+
+    class Hidden(Quiet):
+        def __init__(self, x):
+            self.x = x
+
+    line = _here() + 1
+    objs = [Rows(3), Assigned("a.h5"), Hidden(1)]
+    assert [o for o, _ in got] == objs
+    assert {site for _, site in got} == {(__file__, line)}
+    assert objs[0].scale == 1.0 and objs[1].path == "a.h5"
+
+
+_ARGUMENT_CASES = """
+from torch.utils.data import Dataset
+
+
+class NoInit(Dataset):
+    pass
+
+
+class PassesUp(Dataset):
+    def __init__(self, x):
+        super().__init__(x)
+
+
+class OwnNew(Dataset):
+    def __new__(cls, *args):
+        return super().__new__(cls)
+
+
+class OwnNewPassesUp(Dataset):
+    def __new__(cls, *args):
+        return super().__new__(cls, *args)
+
+    def __init__(self, x):
+        self.x = x
+
+
+class WithDict(Dataset, dict):
+    pass
+
+
+def outcome(make):
+    try:
+        return type(make()).__name__
+    except TypeError as exc:
+        return f"TypeError: {exc}"
+
+
+OUTCOMES = [outcome(make) for make in (lambda: NoInit(), lambda: NoInit(1), lambda: PassesUp(1), lambda: OwnNew(1),
+                                       lambda: OwnNewPassesUp(1), lambda: WithDict(a=1), lambda: Dataset(),
+                                       lambda: Dataset(1))]
+"""
+
+
+def test_arguments_are_refused_exactly_where_object_refuses_them():
+    """The expected outcomes are CPython's own, taken in a fresh interpreter where nothing was
+    ever installed; here they must be the same while a watch is installed and after."""
+    import json
+    import subprocess
+
+    fresh = subprocess.run([sys.executable, "-c", _ARGUMENT_CASES + "\nimport json; print(json.dumps(OUTCOMES))"],
+                           capture_output=True, text=True, check=True, timeout=120)
+    expected = json.loads(fresh.stdout)
+    assert "TypeError: object.__init__() takes exactly one argument (the instance to initialize)" in expected
+    assert "TypeError: NoInit() takes no arguments" in expected
+    watch = ConstructionWatch(lambda obj, site: None)
+    watch.install()
+    try:
+        during = {}
+        exec(compile(_ARGUMENT_CASES, "<cases>", "exec"), during)
+    finally:
+        watch.uninstall()
+    after = {}
+    exec(compile(_ARGUMENT_CASES, "<cases>", "exec"), after)
+    assert during["OUTCOMES"] == expected
+    assert after["OUTCOMES"] == expected
+    loader = DataLoader(TensorDataset(torch.arange(4)), batch_size=2)  # arguments still reach __init__
+    assert [b[0].tolist() for b in loader] == [[0, 1], [2, 3]]
