@@ -258,8 +258,15 @@ def _indices(sampler_blob: bytes, reply: dict[str, Any]) -> Any:
         return NOTHING
     try:
         sampler = pickle.loads(sampler_blob)
+    except BaseException as exc:  # noqa: BLE001 - the sampler's own loading code
+        reply["indices"] = _error(exc)
+        return NOTHING
+    try:
         indices = draw_indices(sampler)
-    except BaseException as exc:  # noqa: BLE001 - the sampler's own code
+    except Exception as exc:  # noqa: BLE001 - the main process draws them; the test's own state may differ
+        reply["indices"] = {"note": "raised", **_error(exc)}
+        return NOTHING
+    except BaseException as exc:  # noqa: BLE001 - SystemExit... from the sampler
         reply["indices"] = _error(exc)
         return NOTHING
     if indices is NOTHING:

@@ -28,13 +28,14 @@ def draw_indices(index_sampler: Any) -> Any:
     Draws one batch from a fresh iterator over the loader's index sampler (its
     ``batch_sampler``, or its ``sampler`` without automatic batching), with the global random
     states of torch, ``random`` and numpy saved and restored, so the caller's streams do not
-    move. A sampler that raises an ``Exception``, or is empty, gives :data:`NOTHING`: it fails
-    the same way under every method. (An iterable dataset without batching draws ``None``.)
+    move. An empty sampler gives :data:`NOTHING`. (An iterable dataset without batching draws
+    ``None``.)
 
     Raises:
-        BaseException: what the sampler (or the dataset's ``__len__``) raises that is not an
-            ``Exception`` (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``): it would
-            end or abort the user's program; :func:`follow_trip` reports it at ``indices``.
+        BaseException: whatever the sampler, the batch sampler or the dataset's ``__len__``
+            raises (a ``__len__`` that raises, a shuffle too large to allocate): the main
+            process raises it too, under every start method, and no batch ever comes; the
+            callers report it at ``indices``.
     """
     import random
 
@@ -45,8 +46,6 @@ def draw_indices(index_sampler: Any) -> Any:
     try:
         with torch.random.fork_rng(devices=[]):
             return next(iter(index_sampler), NOTHING)
-    except Exception:  # noqa: BLE001 - a broken sampler is not a start-method problem
-        return NOTHING
     finally:
         random.setstate(py_state)
         np.random.set_state(np_state)
@@ -89,6 +88,8 @@ def first_batch(args: Sequence[Any], indices: Any, raised: list[BaseException] |
                 kind, dataset, auto_collation, collate_fn, drop_last
             )
             return fetcher.fetch(indices)
+        except StopIteration:  # an iterable dataset with no first item: nothing to send back
+            return NOTHING
         except Exception as exc:  # noqa: BLE001 - sent to the main process and re-raised there, under every method
             if raised is not None:
                 raised.append(exc)

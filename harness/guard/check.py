@@ -303,9 +303,9 @@ def _batch_reply_problems(verdict: Verdict, reply: dict[str, Any]) -> list[Probl
         part = reply.get(leg) or {}
         if part.get("note") == "raised":
             verdict.warning = (
-                f"the first batch raised {part.get('error')} in a clean {verdict.method} worker; unless the "
-                "dataset raises the same in the test process, it depends on state its parent process set, "
-                "which a spawned worker does not have")
+                f"{what or 'sending the first batch back raised '}{part.get('error')} in a clean "
+                f"{verdict.method} worker; unless the same raises in the test process, it depends on "
+                "state its parent process set, which a spawned worker does not have")
             return []
         if "note" in part:
             verdict.note = f"first batch not checked: {part['note']}"

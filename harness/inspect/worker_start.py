@@ -304,19 +304,20 @@ def _send_back_first_batch(
     """Build the first batch in the worker's copy and round-trip it back to the main process."""
     anchors = [start.roots["collate_fn"], start.roots["dataset"]]
     step("building the first batch in the worker's copy of the loader")
+    raised: list[BaseException] = []
     try:
-        batch = first_batch(loaded, _received(indices))
+        batch = first_batch(loaded, _received(indices), raised)
     except BaseException as exc:  # noqa: BLE001 - SystemExit... from worker_init_fn, the dataset, collate_fn
         reraise_if_interrupted(exc)
+        raised.append(exc)
+        batch = NOTHING
+    if raised:  # no first batch would ever come: the main process re-raises it, under every method
         trip.problems.append(
-            _raised("batch", loaded[1], "building the first batch", exc, "batch", anchors)
+            _raised("batch", loaded[1], "building the first batch", raised[0], "batch", anchors)
         )
         return
     if batch is NOTHING:
-        trip.batch_note = (
-            "worker_init_fn, the dataset or collate_fn raised an Exception (the main process "
-            "re-raises it under every start method) or the dataset is exhausted"
-        )
+        trip.batch_note = "the dataset is exhausted: it has no first batch"
         return
     step("pickling the first batch back to the main process")
     found, _ = _trip(

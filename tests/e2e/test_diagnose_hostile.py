@@ -318,3 +318,40 @@ def test_drawing_indices_that_interrupt_in_process_is_a_finding():
 
     result = diagnose(len_interrupts())
     assert [(f.problem.path, f.problem.exc_type) for f in result.findings] == [("indices", "KeyboardInterrupt")]
+
+
+_NO_FIRST_BATCH = [
+    ("len_raises", "indices", "TypeError: length unknown until the index is built"),
+    ("huge_shuffle", "indices", "RuntimeError"),
+    ("batch_sampler_raises", "indices", "RuntimeError: the bucket table is empty"),
+    ("getitem_raises", "batch", "KeyError: 'missing record 0'"),
+    ("collate_fails", "batch", "ValueError: ragged batch"),
+]
+
+
+@pytest.mark.parametrize("factory, path, words", _NO_FIRST_BATCH)
+def test_a_first_batch_that_never_comes_is_a_problem(cli, monkeypatch, factory, path, words):
+    """The truth: iterating the loader raises (here with ``num_workers=0``; the main process
+    draws the indices and re-raises a worker's exception under every method)."""
+    monkeypatch.syspath_prepend(str(USER))
+    import first_batch_fails
+
+    loader = getattr(first_batch_fails, factory)()
+    loader.num_workers = 0
+    with pytest.raises(Exception):  # noqa: B017 - any exception: no first batch comes
+        next(iter(loader))
+    monkeypatch.chdir(ROOT)
+    rc, out, err = cli.main("diagnose", str(USER / f"first_batch_fails.py:{factory}"), "--json")
+    assert rc == 1, err
+    result = json.loads(out)
+    assert result["safe"] is False
+    [problem] = result["problems"]
+    assert problem["path"] == path
+    assert words in problem["message"]
+    assert problem["file"] == "tests/user_code/first_batch_fails.py"
+
+
+def test_an_empty_loader_is_safe_and_says_its_batch_was_not_checked(cli):
+    rc, out, err = cli.main("diagnose", str(USER / "first_batch_fails.py:empty"))
+    assert rc == 0, out + err
+    assert "first batch: not checked: the sampler gave no indices" in out

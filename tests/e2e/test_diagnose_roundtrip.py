@@ -148,15 +148,19 @@ def test_the_first_batch_is_built_from_the_workers_copy():
     assert random.random() == expected
 
 
-def test_a_dataset_that_raises_leaves_the_batch_unchecked():
+def test_a_dataset_that_raises_is_a_problem_at_the_batch():
+    """No first batch would ever come: the main process re-raises the worker's exception
+    under every start method (as iterating the loader here shows)."""
     from torch.utils.data import DataLoader
 
     from harness.inspect.diagnose import diagnose
 
+    with pytest.raises(Exception):  # noqa: B017 - whatever the dataset raises
+        next(iter(DataLoader(Broken(), num_workers=0)))
     result = diagnose(DataLoader(Broken(), num_workers=2))
-    assert result.safe
-    assert result.batch_note.startswith("worker_init_fn, the dataset or collate_fn raised an Exception")
-    assert "first batch: not checked: worker_init_fn, the dataset or collate_fn raised" in result.format_text()
+    assert not result.safe
+    assert [f.problem.path for f in result.findings] == ["batch"]
+    assert result.findings[0].problem.message.startswith("building the first batch raised ValueError: no data")
 
 
 # -- version hazards -----------------------------------------------------------------------------
