@@ -100,6 +100,10 @@ class Case:
             (read by :mod:`harness.inspect.hints`); empty when it declares nothing.
         stdin: a script case's ``"stdin"`` mode (``interactive``, ``pipe``), passed to the cell
             in its request; ``None`` when it runs as a file.
+        root_on_pythonpath: whether cells also put ``root`` on ``PYTHONPATH``, so every
+            process of the cell's tree imports the case (a catalogue case); ``False`` for a
+            user's own script, which has its folder on its own ``sys.path`` only, as
+            ``python script.py`` does (a subprocess it starts does not inherit it).
     """
 
     id: str
@@ -120,6 +124,7 @@ class Case:
     import_root: Path | None = None
     matches: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     stdin: str | None = None
+    root_on_pythonpath: bool = True
 
     def expectation(self, python: tuple[int, int], sharing_strategy: str) -> tuple[dict[str, str], dict[str, str]]:
         """``(expect, expect_kind)`` on a runner with this ``python`` (major, minor) and torch

@@ -219,6 +219,10 @@ def run_spec(request: CellRequest) -> CellResult:
     module case that fails to import ends here, :data:`~harness.child.status.IMPORT_FAILED`);
     run it, timing it and recording its warnings; add what the case's ``cell`` measured.
     """
+    # The harness's own imports (torch among them) come first, before the case's folder is on
+    # sys.path: a user's queue.py there must not shadow the standard library for them.
+    from harness.case import Skip, Wrong, current_cell  # noqa: F401 - imports torch: inside the cell only
+
     _enter(request)
     try:
         entry = _entry(request)
@@ -227,8 +231,6 @@ def run_spec(request: CellRequest) -> CellResult:
         failed["warnings"] = []
         failed["duration_s"] = 0.0
         return failed
-
-    from harness.case import current_cell  # imports torch: inside the cell only
 
     _apply_sharing_strategy()
     cell = current_cell()

@@ -318,7 +318,7 @@ def _script_case(path: Path) -> Case:
     abspath = path.resolve()
     return Case(id="reproduce", family="user-script", title=abspath.name, why="",
                 expect=dict.fromkeys(METHODS, "pass"), sources=(), module=abspath.stem, path=abspath,
-                root=abspath.parent, script=True, stdin=declared_stdin(abspath))
+                root=abspath.parent, script=True, stdin=declared_stdin(abspath), root_on_pythonpath=False)
 
 
 def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,

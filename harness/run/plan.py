@@ -208,12 +208,22 @@ def cell_env(spec: CellSpec, workdir: Path, stderr_path: Path) -> dict[str, str]
     for var in ("TMPDIR", "TEMP", "TMP"):
         env[var] = str(workdir)
     project = str(spec.case.import_root) if spec.case.import_root else ""
+    root = str(spec.case.root) if spec.case.root_on_pythonpath else ""
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(CELL_SITE_DIR), str(spec.case.root), project, env.get("PYTHONPATH", "")) if p
+        p for p in (str(CELL_SITE_DIR), root, project, *_absolute_paths(env.get("PYTHONPATH", ""))) if p
     )
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONFAULTHANDLER"] = "1"
     return env
+
+
+def _absolute_paths(pythonpath: str) -> list[str]:
+    """The entries of a ``PYTHONPATH`` made absolute against this process's working directory:
+    what they mean in the user's shell (``site`` makes ``sys.path`` entries absolute at start-up),
+    although a cell starts in a folder of its own."""
+    if not pythonpath:
+        return []
+    return [os.path.abspath(p or os.curdir) for p in pythonpath.split(os.pathsep)]  # "" is the directory
 
 
 def resolve_isolation(requested: str | None = "auto") -> str:
