@@ -13,6 +13,7 @@ The options themselves are declared in :mod:`harness._options`.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
@@ -20,10 +21,10 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO
 
 from harness import __version__
-from harness._options import COMMANDS, resolve_start_method
+from harness._options import COMMANDS, env_number, resolve_start_method, scaled_timeout
 from harness._progress import say
 from harness.errors import HarnessError, Interrupted, UsageError
 
@@ -55,6 +56,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands whose only result is what they print: with standard output closed, they have
+#: nothing to do, and say so (exit 2). The others still run: their exit code (a verdict, a
+#: mismatch) and their files are the result, and a closed standard output discards only the text.
+_PRINTING_ONLY = frozenset({"list", "explain"})
+
+
+def _reopen_closed_streams() -> set[str]:
+    """Open the null device on each of standard input, output and error that the process was
+    started without (``harness list >&-``): Python then has ``sys.stdout`` as ``None``, and the
+    next file the harness opened would take the free descriptor, so that a child process's
+    output, or this process's, would land in a shard or a result file.
+
+    Returns:
+        The names (``"stdin"``, ``"stdout"``, ``"stderr"``) of the streams that were closed.
+    """
+    closed: set[str] = set()
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            null = os.open(os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            stream = open(fd, "r" if fd == 0 else "w", closefd=False,  # noqa: SIM115 - lives as long as sys
+                          encoding="utf-8", errors="backslashreplace")
+        except OSError:
+            continue
+        setattr(sys, name, stream)
+        closed.add(name)
+    return closed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``harness`` command line; returns the exit code.
 
@@ -64,12 +98,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     cleans up are ignored. A reader that closes the output early (``harness list --json |
     head``) ends the command quietly, as POSIX tools do, with exit code 141 (128 + SIGPIPE) and
     no traceback.
+
+    A command started with standard output closed (``>&-``) says so in one line on standard
+    error: ``list`` and ``explain``, which only print, stop there with exit code 2; the others
+    run and keep their own exit code (a safe ``diagnose`` is still 0). Standard output that
+    cannot be written at the end (a full disk) is one line too; ``list`` and ``explain`` then
+    exit 2. With standard error closed, the error lines are lost, never sent to standard
+    output, and the exit code is the same.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     command = args[0] if args and args[0] in {c.name for c in COMMANDS} else ""
+    closed = _reopen_closed_streams()
+    watched = _watch_stdout() if "stdout" not in closed else None
+    if "stdout" in closed and command:
+        if command in _PRINTING_ONLY:
+            say("standard output is closed: nothing to print to", command=command)
+            return UsageError.exit_code
+        say("note: standard output is closed; what this command prints is discarded, its exit "
+            "code and files are not", command=command)
     try:
         with _interrupt_on_signals():
-            return _dispatch(args)
+            code = _dispatch(args, stdin_closed="stdin" in closed)
     except HarnessError as exc:
         say(str(exc), command=command)
         return exc.exit_code
@@ -77,12 +126,89 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("interrupted", command=command)
         return Interrupted.exit_code
     except BrokenPipeError:
-        try:  # stdout is gone: point it at devnull so the interpreter's final flush is quiet
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
+        _quiet_stdout()
         return 141
+    except OSError as exc:
+        if watched is None or watched.error is not exc:
+            raise
+        return _unwritable(exc, command, UsageError.exit_code)
+    return _flushed(code, command)
+
+
+class _WatchedOutput(io.RawIOBase):
+    """Standard output's file descriptor, remembering the error a write failed with, so that
+    :func:`main` can tell a full disk under ``harness list >out`` from any other ``OSError``."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self.fd = fd
+        self.error: OSError | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
+    def write(self, data: Any) -> int:
+        try:
+            return os.write(self.fd, data)
+        except OSError as exc:
+            self.error = exc
+            raise
+
+
+def _watch_stdout() -> _WatchedOutput | None:
+    """Put :class:`_WatchedOutput` under ``sys.stdout`` when it is this process's own standard
+    output and not a terminal (a file or a pipe, where a write can fail); else ``None``."""
+    stream: TextIO | None = sys.stdout
+    if stream is not sys.__stdout__ or stream is None:
+        return None
+    try:
+        if stream.fileno() != 1 or os.isatty(1):
+            return None
+        stream.flush()
+    except (OSError, ValueError, AttributeError):
+        return None
+    raw = _WatchedOutput(1)
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=stream.encoding, errors=stream.errors,
+                                  line_buffering=stream.line_buffering)
+    return raw
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device, so that the interpreter's final flush of a
+    broken stream is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _flushed(code: int, command: str) -> int:
+    """``code`` once standard output is flushed; a failure to write it (a full disk, a closed
+    pipe) is one line on standard error, and exit code 2 for a command that only prints."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
+    except (OSError, ValueError) as exc:
+        return _unwritable(exc, command, UsageError.exit_code if command in _PRINTING_ONLY else code)
+    return code
+
+
+def _unwritable(exc: Exception, command: str, code: int) -> int:
+    """Say that standard output cannot be written, silence it, and return ``code``."""
+    _quiet_stdout()
+    reason = getattr(exc, "strerror", None) or exc
+    say(f"cannot write standard output: {reason}", command=command)
+    return code
 
 
 @contextmanager
@@ -125,6 +251,11 @@ def _run(args: argparse.Namespace) -> int:
 
     for method in args.methods or ():
         resolve_start_method(method, option=_start_method_flag(args), platforms=False)
+    scale = args.timeout_scale
+    if scale is None:
+        scale = env_number("HARNESS_TIMEOUT_SCALE")
+    scale = 1.0 if scale is None else float(scale)
+    scaled_timeout(args.timeout, scale)
     return run_catalogue(
         patterns=args.cases,
         families=args.families,
@@ -137,7 +268,7 @@ def _run(args: argparse.Namespace) -> int:
         resume=args.resume,
         changed=args.changed,
         profile=args.profile,
-        timeout_scale=args.timeout_scale,
+        timeout_scale=scale,
     )
 
 
@@ -164,6 +295,11 @@ def _diagnose(args: argparse.Namespace) -> int:
     from harness.inspect.diagnose_command import diagnose_command
 
     resolve_start_method(args.method, option=_start_method_flag(args), allowed=DIAGNOSE_METHODS)
+    try:
+        env_number("HARNESS_DIAGNOSE_MEMORY_GIB")
+    except UsageError as exc:  # diagnose's own lines read "harness diagnose: error: ..."
+        say(f"error: {exc}", command="diagnose")
+        return exc.exit_code
     return diagnose_command(
         args.target,
         method=args.method,
@@ -176,6 +312,8 @@ def _diagnose(args: argparse.Namespace) -> int:
 def _classify(args: argparse.Namespace) -> int:
     from harness.inspect.reproduce import classify_command
 
+    if args.file == "-" and args.stdin_closed:
+        raise UsageError("standard input is closed: give the FILE to classify, or pipe the text in")
     return classify_command(args.file, as_json=args.json)
 
 
@@ -204,12 +342,13 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
-def _dispatch(argv: list[str]) -> int:
+def _dispatch(argv: list[str], stdin_closed: bool = False) -> int:
     script_args: list[str] = []
     if "--" in argv and "reproduce" in argv[: argv.index("--")]:  # reproduce SCRIPT ... -- ARGS
         argv, script_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     args = build_parser().parse_args(argv)
     args.script_args = script_args
+    args.stdin_closed = stdin_closed
     return _HANDLERS[args.command](args)
 
 

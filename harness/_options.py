@@ -14,15 +14,22 @@ still works but is not listed by ``--help`` (``--methods`` and ``--method`` for
 from __future__ import annotations
 
 import argparse
+import json
 import math
-from collections.abc import Mapping, Sequence
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from harness._policy import PROFILES, available_methods, resolve_method_alias
 from harness.classify.outcomes import METHODS
 from harness.errors import UsageError
+
+_SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 __all__ = [
     "COMMANDS",
@@ -33,9 +40,16 @@ __all__ = [
     "DEFAULT_START_METHOD",
     "DEFAULT_TIMEOUT_S",
     "DEFAULT_WORKERS",
+    "ENVIRONMENT",
+    "GIB",
+    "Bounds",
     "Command",
     "Option",
+    "bounds",
+    "env_number",
+    "parse_number",
     "resolve_start_method",
+    "scaled_timeout",
 ]
 
 #: Seconds a cell (``run``), a diagnosis child (``diagnose``) or a script (``reproduce``) may
@@ -110,27 +124,189 @@ def resolve_start_method(
     return method
 
 
-def _positive(text: str, integer: bool) -> float:
-    """``text`` as a finite number > 0 (an ``int`` with ``integer``), else an argparse error."""
-    try:
-        value = int(text) if integer else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not {'an integer' if integer else 'a number'}: {text!r}"
-        ) from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(
-            f"must be {'' if integer else 'a finite number '}> 0, got {text!r}"
-        )
+#: Bytes in a GiB.
+GIB = 1 << 30
+_MAX_DIGITS = 30  # longer integers are refused before int() is asked to parse them
+
+
+@cache
+def _schema_property(name: str, *path: str) -> dict[str, Any]:
+    """The JSON Schema of one property of ``harness/schemas/<name>.schema.json``, by its path."""
+    node: dict[str, Any] = json.loads((_SCHEMA_DIR / f"{name}.schema.json").read_text(encoding="utf-8"))
+    for key in path:
+        node = node[key]
+    return node
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The values one numeric input may take: an option, or a ``HARNESS_*`` variable.
+
+    Attributes:
+        minimum: the smallest value (see ``exclusive``).
+        maximum: the largest value accepted.
+        integer: whole numbers only (written in decimal digits).
+        exclusive: values must be greater than ``minimum``, not equal to it.
+        zero: ``0`` is accepted too, with a meaning of its own (no bound), whatever
+            ``minimum`` is.
+        what: how the accepted range is described when ``minimum`` is not met
+            (``"a finite number > 0"``).
+    """
+
+    minimum: float
+    maximum: float
+    integer: bool = False
+    exclusive: bool = False
+    zero: bool = False
+    what: str = "a finite number > 0"
+
+
+@cache
+def _bounds() -> dict[str, Bounds]:
+    """Every numeric input's :class:`Bounds`, from the JSON Schemas of the records it ends up
+    in, so that no accepted value can make a shard that the schema refuses, or overflow a wait
+    (:data:`threading.TIMEOUT_MAX`) or ``setrlimit``."""
+    runner = ("properties", "runner", "properties")
+    result = ("$defs", "result", "properties")
+    timeout_max = min(float(_schema_property("shard", *runner, "timeout_s")["maximum"]), threading.TIMEOUT_MAX)
+    scale = _schema_property("shard", *runner, "timeout_scale")
+    byte_max = int(_schema_property("shard", *result, "parent_peak_rss_bytes")["maximum"])
+    return {
+        "timeout": Bounds(0.0, timeout_max, exclusive=True),
+        "timeout_scale": Bounds(float(scale["exclusiveMinimum"]), float(scale["maximum"]), exclusive=True),
+        "jobs": Bounds(1, _schema_property("shard", *runner, "cpu_count")["maximum"], integer=True, what="> 0"),
+        "workers": Bounds(1, _schema_property("shard", *result, "workers_seen")["maximum"], integer=True,
+                          what="> 0"),
+        # Half the largest byte count a shard holds: the child adds what it has mapped already.
+        "memory_gib": Bounds(1 / GIB, (byte_max // 2) / GIB, zero=True,
+                             what=f"0 (no bound) or a finite number of GiB from {1 / GIB:.2g} (one byte)"),
+    }
+
+
+def bounds(kind: str) -> Bounds:
+    """The :class:`Bounds` of one kind of numeric input.
+
+    Args:
+        kind: ``timeout`` (seconds: ``--timeout`` of ``run``, ``diagnose`` and ``reproduce``,
+            and a timeout times ``--timeout-scale``), ``timeout_scale`` (``--timeout-scale``,
+            ``HARNESS_TIMEOUT_SCALE``), ``jobs`` (``--jobs``), ``workers`` (``--num-workers``)
+            or ``memory_gib`` (GiB, ``HARNESS_DIAGNOSE_MEMORY_GIB``).
+
+    Raises:
+        KeyError: an unknown kind.
+    """
+    return _bounds()[kind]
+
+
+#: The ``HARNESS_*`` environment variables a user sets, each with the kind of number it holds
+#: (:func:`bounds`). The others (``HARNESS_CELL_*``, ``HARNESS_CONTAINMENT_TOKEN``,
+#: ``HARNESS_SHARING_STRATEGY``) are set by the harness for its own child processes.
+ENVIRONMENT: dict[str, str] = {
+    "HARNESS_TIMEOUT_SCALE": "timeout_scale",
+    "HARNESS_DIAGNOSE_MEMORY_GIB": "memory_gib",
+}
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """``text`` quoted for an error line: on one line, cut after ``limit`` characters."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text)} characters)"
+
+
+def _number(value: float) -> str:
+    """A bound as written in an error: ``1000000000``, ``0.5``."""
+    return f"{value:.12g}"
+
+
+def _problem(text: str, limits: Bounds, echo: bool = True) -> tuple[float | int | None, str]:
+    """``(value, "")`` for an accepted ``text``, else ``(None, what is wrong)``, quoting
+    ``text`` unless ``echo`` is false (the caller's label quotes it already)."""
+    raw = text.strip()
+    text = _shown(text)
+    got = f", got {text}" if echo else ""
+    what = f": {text}" if echo else ""
+    if limits.integer:
+        if not re.fullmatch(r"[+-]?[0-9]+", raw):
+            return None, f"not an integer{what}"
+        if len(raw.lstrip("+-0")) > _MAX_DIGITS:
+            return None, f"must be at most {_number(limits.maximum)}{got}"
+        value: float | int = int(raw)
+    else:
+        try:
+            value = float(raw)
+        except ValueError:
+            return None, f"not a number{what}"
+    if limits.zero and value == 0:
+        return 0, ""
+    if not math.isfinite(value) or value < limits.minimum or (limits.exclusive and value == limits.minimum):
+        return None, f"must be {limits.what}{got}"
+    if value > limits.maximum:
+        return None, f"must be at most {_number(limits.maximum)}{got}"
+    return value, ""
+
+
+def parse_number(text: str, kind: str, label: str, *, echo: bool = True) -> float | int:
+    """``text`` as a number within :func:`bounds` of ``kind``: the one check of every numeric
+    option and ``HARNESS_*`` variable.
+
+    Args:
+        text: the value as given (surrounding blanks are ignored).
+        kind: see :func:`bounds`.
+        label: what the value came from, named in the error (``--timeout``,
+            ``HARNESS_TIMEOUT_SCALE='1e308'``).
+        echo: quote ``text`` in the error (off when ``label`` quotes it already).
+
+    Returns:
+        An ``int`` for integer kinds, else a finite ``float``.
+
+    Raises:
+        UsageError: not a number (or not an integer), ``nan`` or infinite, out of bounds
+            (negative, zero where zero means nothing, over the maximum); one line naming
+            ``label``.
+    """
+    value, problem = _problem(text, bounds(kind), echo)
+    if value is None:
+        raise UsageError(f"{label}: {problem}")
     return value
 
 
-def _positive_float(text: str) -> float:
-    return _positive(text, integer=False)
+def env_number(name: str, environ: Mapping[str, str] | None = None) -> float | int | None:
+    """The value of the ``HARNESS_*`` variable ``name`` (one of :data:`ENVIRONMENT`), checked
+    by :func:`parse_number`; ``None`` when it is unset or blank.
+
+    Raises:
+        UsageError: a bad value: ``NAME='VALUE': what is wrong``.
+    """
+    text = (os.environ if environ is None else environ).get(name, "")
+    if not text.strip():
+        return None
+    return parse_number(text, ENVIRONMENT[name], f"{name}={_shown(text)}", echo=False)
 
 
-def _positive_int(text: str) -> int:
-    return int(_positive(text, integer=True))
+def scaled_timeout(timeout_s: float, scale: float) -> float:
+    """``timeout_s * scale``, the timeout a cell gets, checked against :func:`bounds` ``timeout``.
+
+    Raises:
+        UsageError: the product is over the largest timeout (one line naming both).
+    """
+    limit = bounds("timeout").maximum
+    product = timeout_s * scale
+    if not math.isfinite(product) or product > limit:
+        raise UsageError(f"--timeout {_number(timeout_s)} times a timeout scale of {_number(scale)} is over "
+                         f"the largest timeout, {_number(limit)} s")
+    return product
+
+
+def _argument(kind: str) -> Callable[[str], Any]:
+    """An argparse ``type`` for a number of ``kind`` (its errors read ``argument --x: ...``)."""
+
+    def convert(text: str) -> float | int:
+        value, problem = _problem(text, bounds(kind))
+        if value is None:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    convert.__name__ = kind
+    return convert
 
 
 class _RecordFlag(argparse.Action):
@@ -204,7 +380,7 @@ class Command:
 def _timeout(help: str) -> Option:
     """``--timeout S``: ``run``, ``diagnose`` and ``reproduce`` each say what it bounds."""
     return Option(
-        ("--timeout",), help, DEFAULT_TIMEOUT_S, settings={"type": _positive_float, "metavar": "S"}
+        ("--timeout",), help, DEFAULT_TIMEOUT_S, settings={"type": _argument("timeout"), "metavar": "S"}
     )
 
 
@@ -251,7 +427,7 @@ RUN = Command(
         Option(
             ("--jobs",),
             "cells run in parallel (default: usable CPU count)",
-            settings={"type": _positive_int, "metavar": "N"},
+            settings={"type": _argument("jobs"), "metavar": "N"},
         ),
         Option(
             ("--out",),
@@ -288,7 +464,7 @@ RUN = Command(
             ("--timeout-scale",),
             "multiply every cell's timeout by X on a slow runner "
             "(default: $HARNESS_TIMEOUT_SCALE or 1)",
-            settings={"type": _positive_float, "metavar": "X"},
+            settings={"type": _argument("timeout_scale"), "metavar": "X"},
         ),
     ),
 )
@@ -364,7 +540,7 @@ DIAGNOSE = Command(
             ("--num-workers",),
             "worker count for the payload total (default: the loader's; "
             f"{DEFAULT_WORKERS} for a Dataset)",
-            settings={"type": _positive_int, "metavar": "N"},
+            settings={"type": _argument("workers"), "metavar": "N"},
         ),
         Option(
             ("--format",),
