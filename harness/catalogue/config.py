@@ -8,11 +8,16 @@ command runs in::
 
 ``harness run``, ``list``, ``explain`` and ``report`` use the declared catalogue; ``--catalogue
 DIR`` (repeatable) overrides it; with neither, the built-in catalogue runs. The table is checked
-strictly: an unknown key or a value of the wrong type is one error line naming the file.
+strictly: an unknown key, a value of the wrong type, an empty list (``catalogue = []`` names no
+catalogue; leave the key out for the built-in one) or a path that cannot be resolved (a symlink
+loop) is one error line naming the file.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,8 +60,16 @@ def load_config(directory: Path | None = None) -> ProjectConfig:
     """
     base = Path.cwd() if directory is None else Path(directory)
     path = base / CONFIG_FILE
-    if not path.is_file():
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:  # none, or a dangling symlink: no project settings
         return ProjectConfig()
+    except (OSError, ValueError) as exc:  # a symlink loop, no permission to look
+        raise ConfigError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if stat.S_ISDIR(mode):
+        return ProjectConfig()
+    if not stat.S_ISREG(mode):  # a FIFO would block the read
+        raise ConfigError(f"{path}: not a regular file; not read")
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_CONFIG_BYTES + 1)
@@ -85,7 +98,25 @@ def load_config(directory: Path | None = None) -> ProjectConfig:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise ConfigError(f"{where}: 'catalogue' must be a list of directory paths, got {value!r:.80}")
-    return ProjectConfig(path=path, catalogue=tuple((path.parent / v).resolve() for v in value))
+    if "catalogue" in table and not value:
+        raise ConfigError(f"{where}: 'catalogue' is empty; name at least one directory of case modules, "
+                          "or remove the key to use the built-in catalogue")
+    return ProjectConfig(path=path, catalogue=tuple(_resolve(path, v) for v in value))
+
+
+def _resolve(path: Path, entry: str) -> Path:
+    """The catalogue directory ``entry`` of ``path``'s table, absolute.
+
+    Raises:
+        ConfigError: it cannot be resolved (a symlink loop, a NUL character).
+    """
+    try:
+        return (path.parent / entry).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        reason = getattr(exc, "strerror", None) or str(exc).split(":")[0]
+        if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+            reason = "a symlink loop"
+        raise ConfigError(f"{path}: [tool.harness] catalogue {entry!r:.200}: cannot be resolved ({reason})") from None
 
 
 def catalogue_dirs(cli: list[Path] | None, directory: Path | None = None) -> list[Path] | None:
