@@ -54,9 +54,9 @@ def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[t
 
     Args:
         shard_dir: the directory.
-        notes: when given, one line is appended per file skipped without being an error: a
-            ``matrix.json`` that ``harness report`` wrote there itself (``--out`` equal to
-            ``--shards``).
+        notes: when given, one line is appended per file skipped without being an error (a
+            ``matrix.json`` that ``harness report`` wrote there itself, ``--out`` equal to
+            ``--shards``), and per shard whose over-long free text was clipped.
 
     Returns:
         ``(valid, rejected)``: valid ``(path, shard)`` pairs, and one line per rejected file
@@ -72,7 +72,7 @@ def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[t
     by_runner: dict[str, tuple[Path, str]] = {}
     for path in sorted(shard_dir.glob("*.json")):
         try:
-            shard = read_shard(path)
+            shard = read_shard(path, notes)
         except NotAShard as exc:
             if notes is not None:
                 notes.append(str(exc))

@@ -25,6 +25,7 @@ import jsonschema
 from harness import __version__
 from harness._policy import Platform, available_methods, current_os, default_method, machine_arch
 from harness.child.fileio import replace_file, write_atomic
+from harness.classify.classifier import EVIDENCE_CHARS, MESSAGE_CHARS, clip
 from harness.errors import NotAShard, ShardError
 from harness.shard.jsonfile import JSONFileError, load_json_file
 
@@ -36,6 +37,7 @@ __all__ = [
     "Shard",
     "NotAShard",
     "ShardError",
+    "clip_free_text",
     "read_shard",
     "replace_file",
     "runner_info",
@@ -169,14 +171,91 @@ def _record_problem(data: Shard) -> str | None:
     return None
 
 
-def read_shard(path: Path) -> Shard:
+# Free text of a shard clipped on read when it is over the schema's maxLength (a shard from an
+# older or another writer), to what ``harness run`` keeps (harness.run.records.record_for,
+# harness.classify.classifier.evidence_of) with the same ``[… N characters cut]`` note:
+# (key, characters kept, which end is kept). Items past a list's count are dropped as run drops them.
+_RECORD_TEXT = (("message", MESSAGE_CHARS, "head"), ("root_cause", MESSAGE_CHARS, "head"),
+                ("stderr_tail", EVIDENCE_CHARS, "tail"))
+_EVIDENCE_TEXT = (("message", EVIDENCE_CHARS, "head"), ("exc_type", 500, "head"))
+_CASE_TEXT = (("title", 500, "head"), ("why", 4000, "head"))
+#: (key, characters kept per item, items kept) of the lists of free text.
+_RECORD_LISTS = (("warnings", 500, 20),)
+_EVIDENCE_LISTS = (("notes", 1000, 20),)
+_CASE_LISTS = (("sources", 1000, 100),)
+
+
+def _props(*path: str) -> dict[str, Any]:
+    node = schema("shard")
+    for key in path:
+        node = node[key]
+    return dict(node["properties"])
+
+
+def _clip_object(obj: Any, props: dict[str, Any], texts: tuple[tuple[str, int, str], ...],
+                 lists: tuple[tuple[str, int, int], ...], where: str, clipped: list[str]) -> None:
+    """Clip ``obj``'s over-long strings (and lists of them) in place; name each in ``clipped``."""
+    if not isinstance(obj, dict):
+        return
+    for key, keep, end in texts:
+        value = obj.get(key)
+        if isinstance(value, str) and len(value) > props[key]["maxLength"]:
+            obj[key] = clip(value, keep, keep=end)
+            clipped.append(f"{where}{key}")
+    for key, keep, count in lists:
+        items = obj.get(key)
+        if not isinstance(items, list):
+            continue
+        schema_items = props[key]
+        long = any(isinstance(v, str) and len(v) > schema_items["items"]["maxLength"] for v in items)
+        if long or len(items) > schema_items.get("maxItems", len(items)):
+            obj[key] = [clip(v, keep) if isinstance(v, str) else v for v in items][:count]
+            clipped.append(f"{where}{key}")
+
+
+def clip_free_text(data: Any) -> list[str]:
+    """Clip, in place, every free-text field of a shard that is longer than the schema allows
+    (a message, a root cause, an evidence message, a stderr tail, warnings and notes, a case's
+    title, why and sources) to what ``harness run`` keeps, with the same ``[… N characters
+    cut]`` note (:func:`harness.classify.classifier.clip`). Text within the schema's bounds is
+    left as it is, so a valid shard reads back unchanged. Anything not shaped like a shard is
+    left for the schema to refuse.
+
+    Returns:
+        Where text was clipped (``results/3/message``), in order.
+    """
+    clipped: list[str] = []
+    if not isinstance(data, dict):
+        return clipped
+    result = _props("$defs", "result")
+    evidence = _props("$defs", "result", "properties", "evidence")
+    case = _props("$defs", "case")
+    results = data.get("results")
+    for i, rec in enumerate(results if isinstance(results, list) else ()):
+        _clip_object(rec, result, _RECORD_TEXT, _RECORD_LISTS, f"results/{i}/", clipped)
+        if isinstance(rec, dict):
+            _clip_object(rec.get("evidence"), evidence, _EVIDENCE_TEXT, _EVIDENCE_LISTS,
+                         f"results/{i}/evidence/", clipped)
+    cases = data.get("cases")
+    for cid, meta in (cases.items() if isinstance(cases, dict) else ()):
+        _clip_object(meta, case, _CASE_TEXT, _CASE_LISTS, f"cases/{_short(str(cid), 80)}/", clipped)
+    return clipped
+
+
+def read_shard(path: Path, notes: list[str] | None = None) -> Shard:
     """Read and validate one shard.
 
     The file is read as by :func:`harness.shard.jsonfile.load_json_file`: a regular file only (a
     FIFO or device is never opened), at most :data:`~harness.shard.jsonfile.MAX_JSON_BYTES`, strict
     JSON (no ``NaN`` or ``Infinity``) nested at most :data:`~harness.shard.jsonfile.MAX_JSON_DEPTH`
-    deep. Beyond the schema, every record must belong to the shard's runner and each
-    (case, method) cell may appear once.
+    deep. Free text longer than the schema allows is clipped to what ``harness run`` keeps
+    (:func:`clip_free_text`), not a reason to refuse the shard. Beyond the schema, every record
+    must belong to the shard's runner and each (case, method) cell may appear once.
+
+    Args:
+        path: the shard file.
+        notes: when given, one line is appended when free text was clipped, naming the file,
+            how many fields and the first of them.
 
     Raises:
         NotAShard: the file is a ``matrix.json`` written by ``harness report``.
@@ -197,6 +276,10 @@ def read_shard(path: Path) -> Shard:
     if data["schema_version"] != SCHEMA_VERSION:
         raise ShardError(f"{path}: unsupported schema_version {_short(repr(data['schema_version']), 40)} "
                          f"(this harness reads {SCHEMA_VERSION})")
+    clipped = clip_free_text(data)
+    if clipped and notes is not None:
+        more = f" and {len(clipped) - 1} more" if len(clipped) > 1 else ""
+        notes.append(f"{path}: over-long text clipped, as 'harness run' keeps it: {clipped[0]}{more}")
     validator = jsonschema.Draft202012Validator(schema("shard"))
     err = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if err is not None:
