@@ -125,6 +125,8 @@ def _merge(state: _Report) -> int | None:
 
 
 def _write(state: _Report) -> int | None:
+    """Write the report's files into ``--out``; a directory that cannot be made or written (read
+    only, a file in its way, a full disk) is one line naming it and the file, exit 2."""
     out = state.out_dir
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -132,13 +134,22 @@ def _write(state: _Report) -> int | None:
         _say(f"--out {out}: cannot create the report directory ({exc.strerror or exc})")
         return 2
     matrix = state.matrix
-    _write_bytes(out / "matrix.json", _matrix_json(matrix))
-    _write_bytes(out / "COMPATIBILITY.md", render_markdown(matrix).encode("utf-8"))
-    _write_bytes(out / "junit.xml", junit_xml(matrix))
-    drawn = render_heatmap(matrix, out / "matrix.png")
-    if not drawn:
-        _say(MISSING_NOTE)
-    _write_bytes(out / "matrix.html", render_html(matrix, heatmap="matrix.png" if drawn else None).encode("utf-8"))
+    name = "matrix.json"
+    try:
+        _write_bytes(out / name, _matrix_json(matrix))
+        name = "COMPATIBILITY.md"
+        _write_bytes(out / name, render_markdown(matrix).encode("utf-8"))
+        name = "junit.xml"
+        _write_bytes(out / name, junit_xml(matrix))
+        name = "matrix.png"
+        drawn = render_heatmap(matrix, out / name)
+        if not drawn:
+            _say(MISSING_NOTE)
+        name = "matrix.html"
+        _write_bytes(out / name, render_html(matrix, heatmap="matrix.png" if drawn else None).encode("utf-8"))
+    except OSError as exc:
+        _say(f"--out {out}: cannot write {name} ({exc.strerror or exc})")
+        return 2
     state.written = ["matrix.json", "COMPATIBILITY.md", "matrix.html", "junit.xml"] + (["matrix.png"] if drawn else [])
     return None
 
