@@ -215,6 +215,7 @@ def _one_child(
     from harness.run.sampler import kill_tree
 
     workdir = Path(tempfile.mkdtemp(prefix="hd-"))
+    _containment.track_dir(workdir)  # removed by the watchdog if this process is killed
     results = [workdir / f"result-{i}.json" for i in range(len(targets))]
     stages = [workdir / f"stage-{i}.txt" for i in range(len(targets))]
     spec = {"targets": targets, "method": method, "num_workers": num_workers, "memory_bytes": memory_bytes,
@@ -248,6 +249,7 @@ def _one_child(
             proc.wait()
             _containment.untrack(proc.pid)
         shutil.rmtree(workdir, ignore_errors=True)
+        _containment.untrack_dir(workdir)
 
 
 def run_child(
