@@ -13,6 +13,12 @@ When the parent only lost a worker (or, on Python 3.14, the forkserver that prel
 observed on every Python from 3.10 to 3.14 (the committed shards, ``tests/data/stderr/``) and on
 tracebacks from public reports on Windows, macOS and notebooks (``tests/data/tracebacks/``).
 
+Text is read as a terminal shows it: escape sequences are taken off wherever text comes in
+(Python 3.13+ colours tracebacks under ``FORCE_COLOR``, which CI services set), and so are
+pytest's ``E`` prefixes and rich's boxes. A chained traceback is decided by its final exception
+before its causes, and a ``SystemExit`` that a framework raised after printing the error it
+caught (unittest, pytest, Hydra, click) is judged by that printed error.
+
 A result record keeps the evidence (:func:`evidence_of`) and the :data:`CLASSIFIER_VERSION`
 that judged it, so :func:`reclassify` re-derives an older verdict without running the cell again.
 """
@@ -44,6 +50,7 @@ __all__ = [
     "evidence_of",
     "exit_status_name",
     "reclassify",
+    "strip_escapes",
 ]
 
 
@@ -78,7 +85,7 @@ class Verdict:
 
 #: Bumped whenever a rule below changes what a verdict would be; a result record names the
 #: version that made its verdict, and :func:`reclassify` re-derives older ones from their evidence.
-CLASSIFIER_VERSION = 5
+CLASSIFIER_VERSION = 6
 
 # (kind, pattern) in priority order; the first pattern found in the text decides. Each pattern
 # holds every wording we have seen for that mechanism, from Python 3.8 to 3.14, Linux, macOS,
@@ -169,6 +176,78 @@ _CAUGHT_KINDS = ("cuda-reinit", "context-mix", "daemonic", "fd-limit")
 #: The kinds a worker's stderr can establish on its own.
 _WORKER_KINDS = ("bootstrap", "main-attribute", "pickle", "context-mix", "cuda-reinit", "daemonic", "fd-limit")
 
+#: The two lines CPython prints between the blocks of a chained traceback (``Lib/traceback.py``:
+#: ``__context__`` and ``__cause__``); the block after the last one holds the final exception.
+_CHAIN = re.compile(r"^\s*(?:During handling of the above exception, another exception occurred:|"
+                    r"The above exception was the direct cause of the following exception:)\s*$")
+#: Exceptions that only end a process after a framework printed the error it caught:
+#: ``SystemExit`` (``unittest.main()``: ``sys.exit(not result.wasSuccessful())``; Hydra's
+#: ``run_and_report`` and click's standalone mode: ``sys.exit(1)``; ``sys.exit(pytest.main())``),
+#: click's ``Exit`` and ``Abort`` (typer re-exports them).
+_EXIT = re.compile(r"^(?:[\w.]+\.)?(?:SystemExit|Exit|Abort)\b")
+#: ``torch.multiprocessing.spawn`` (``torch/multiprocessing/spawn.py``): a process that died by a
+#: signal or exited with a code (``ProcessExitedException``), or one whose function raised
+#: (``ProcessRaisedException``, whose message holds that process's traceback).
+_SPAWN_SIGNAL = re.compile(r"^(?:[\w.]+\.)?ProcessExitedException: process \d+ terminated with signal \w+", re.M)
+_SPAWN_EXIT = re.compile(r"^(?:[\w.]+\.)?ProcessExitedException: process \d+ terminated with exit code -?\d+", re.M)
+_SPAWN_RAISED = re.compile(r"-- Process \d+ terminated with the following error:")
+
+
+#: ECMA-48 (ISO/IEC 6429) escape and control sequences, in their 7-bit and 8-bit forms: CSI
+#: (``ESC [`` parameters, intermediates, a final byte: colours, cursor moves), the command
+#: strings OSC, DCS, SOS, PM and APC (up to BEL or ST; OSC 8 is a hyperlink), the ``nF``
+#: escapes (character set designation) and the two-byte ``Fp``/``Fe``/``Fs`` escapes. A command
+#: string never runs past its line, so an unterminated one cannot swallow the traceback below it.
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[\x20-\x2f]+[\x30-\x7e]?"
+    r"|\x1b[\x30-\x7e]?"
+    # the remaining C0 and C1 controls (BEL, backspace, ...): never part of an error line
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\x80-\x8f\x91-\x97\x99\x9a\x9c]"
+)
+
+
+def strip_escapes(text: str) -> str:
+    """``text`` without terminal escape sequences and control characters.
+
+    Python 3.13 colours its tracebacks when ``FORCE_COLOR`` or ``PYTHON_COLORS=1`` is set (CI
+    services set ``FORCE_COLOR``; "Controlling color" in the CPython 3.13 docs, ``Lib/_colorize.py``),
+    so an exception line reaches the classifier as ``ESC[1;35mKeyError ESC[0m: ESC[35m...``;
+    pytest, unittest (3.14) and rich colour theirs too. Every ECMA-48 sequence goes: CSI, the
+    command strings (OSC, DCS, SOS, PM, APC), ``nF`` and two-byte escapes, in 7-bit and 8-bit
+    form, and other controls but tab, newline and carriage return.
+
+    Args:
+        text: any captured or pasted output (str).
+
+    Returns:
+        The text as a terminal would show it, without its colours (str).
+    """
+    return _ESCAPES.sub("", text)
+
+
+#: pytest's failure lines: ``E       _pickle.PicklingError: ...`` (``_pytest/_code/code.py``
+#: prefixes each line of the exception with ``E`` and spaces).
+_PYTEST_E = re.compile(r"^E {3}(?=\s*\S)")
+#: A line of a box drawn by rich (typer's and rich's tracebacks): source code and locals,
+#: never the exception line, which rich prints below the box.
+_BOX = re.compile(r"^\s*[\u2500-\u257f]")
+
+
+def _plain(text: str) -> str:
+    """``text`` as the rules read it: no escapes, pytest's ``E`` prefix taken off, rich's boxes
+    blanked (source shown in a box is not evidence)."""
+    text = strip_escapes(text)
+    if "E   " not in text and not any("\u2500" <= c <= "\u257f" for c in text):
+        return text
+    out = []
+    for line in text.splitlines():
+        if _BOX.match(line):
+            line = ""
+        out.append(_PYTEST_E.sub("", line))
+    return "\n".join(out)
+
 
 def _first_line(text: str) -> str:
     for line in text.splitlines():
@@ -177,19 +256,66 @@ def _first_line(text: str) -> str:
     return ""
 
 
+_FILE_LINE = re.compile(r'^(\s*)File "')
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
 def _is_source_line(lines: list[str], idx: int) -> bool:
-    """Whether ``lines[idx]`` is a source line quoted in a traceback (below a ``File "..."`` line)."""
-    return idx > 0 and lines[idx][:1].isspace() and lines[idx - 1].strip().startswith('File "')
+    """Whether ``lines[idx]`` is source code quoted in a traceback, below a ``File "..."`` line.
+
+    CPython indents a frame by 2 and its source by 4 (``Lib/traceback.py``); from 3.13 a
+    statement over several lines is shown as its first line, ``...<N lines>...`` and its last
+    line, with the carets below. So the line, and every line up to the frame line, is
+    indented, and the one just below the frame line is indented by a few more (2 as printed;
+    up to 4 in a paste that lost or doubled indentation). A message
+    line indented further, such as the bootstrapping ``RuntimeError``'s, is not source even
+    where another worker's frame line came just before it (Windows consoles interleave the
+    workers' stderr).
+    """
+    if not lines[idx][:1].isspace():
+        return False
+    for j in range(idx - 1, max(-1, idx - 7), -1):
+        frame = _FILE_LINE.match(lines[j])
+        if frame is not None:
+            return 0 < _indent(lines[j + 1]) - len(frame.group(1)) <= 4
+        if not lines[j][:1].isspace() or not lines[j].strip():
+            return False
+    return False
+
+
+#: Lines that are a traceback's structure, never part of an exception's message.
+_STRUCTURE = re.compile(r'^\s*(?:File "|Traceback \(most recent call last\)|[~^]+$|\.\.\.<\d+ lines>\.\.\.$|'
+                        r"Process (?:\w+Process|\w+PoolWorker)-\d+:$)")
 
 
 def _exception_block(lines: list[str], idx: int) -> str:
     """The exception line that opens the message matched at ``lines[idx]``, joined with the
-    lines up to ``idx`` (a multi-line message such as the bootstrapping ``RuntimeError``
-    matches on a later line; its exception line is at most four lines above)."""
-    for back in range(idx, max(-1, idx - 5), -1):
-        if _EXC_LINE.match(lines[back].strip()):
-            return " ".join(x.strip() for x in lines[back : idx + 1] if x.strip())
-    return lines[idx].strip()
+    message lines up to ``idx`` (a multi-line message such as the bootstrapping ``RuntimeError``
+    matches on a later line; its exception line is at most four message lines above).
+
+    The lines above are read as one traceback: a line that repeats one printed shortly before
+    is dropped, and so are frames and quoted source. Two spawn workers writing the same
+    traceback to one Windows console, line by line, then read as one worker printed it.
+    """
+    seen: set[str] = set()
+    view: list[str] = []
+    for line in lines[max(0, idx - 60) : idx + 1]:
+        text = line.strip()
+        if text and text not in seen:
+            seen.add(text)
+            view.append(line)
+    kept = [x.strip() for i, x in enumerate(view) if not _STRUCTURE.match(x) and not _is_source_line(view, i)]
+    target = lines[idx].strip()
+    if target not in kept:
+        return target
+    pos = kept.index(target)
+    for back in range(pos, max(-1, pos - 5), -1):
+        if _EXC_LINE.match(kept[back]):
+            return " ".join(kept[back : pos + 1])
+    return target
 
 
 def _kind_of(text: str) -> tuple[str | None, str | None]:
@@ -220,9 +346,11 @@ def decisive_stderr_line(stderr: str) -> tuple[str | None, str]:
 
     Looks for a known mechanism first (bootstrapping phase, ``Can't get attribute``, ...),
     then for the last exception line that is not a secondary one (a broken pipe or a reset
-    connection to a process that already died), then for any last exception line. Returns
+    connection to a process that already died), then for any last exception line. Terminal
+    escapes (:func:`strip_escapes`) are taken off first, so the line is plain text. Returns
     ``(None, "")`` when stderr holds no error.
     """
+    stderr = _plain(stderr)
     kind, line = _kind_of(stderr)
     if kind:
         return kind, line or ""
@@ -285,6 +413,10 @@ def _from_worker(stderr: str, text: str, headline: str) -> Verdict:
 def classify(obs: Observation) -> Verdict:
     """Turn an :class:`Observation` into a :class:`Verdict`.
 
+    Terminal escapes are taken off the stderr and the result's text first (a cell may run with
+    ``FORCE_COLOR`` set, which colours Python 3.13+ tracebacks; see :func:`strip_escapes`), so
+    no rule and no kept line depends on colours being off.
+
     Rules, in order:
         * watchdog timeout → ``hang``;
         * no result and a crash exit status (``-signal`` on POSIX, an NTSTATUS code such as
@@ -292,30 +424,39 @@ def classify(obs: Observation) -> Verdict:
           kind and line of the last error in stderr (``other`` when no mechanism shows);
         * ``wrong`` / ``skipped`` statuses pass through with their one-line reason;
         * a raised exception → ``error`` with a kind:
-            - torch's "killed by signal" → ``worker-died``;
+            - ``SystemExit`` (or click's ``Exit``) after a framework printed the error it caught
+              (``unittest.main()``, Hydra, ``sys.exit(pytest.main())``, click's standalone
+              mode) → that printed traceback, classified as :func:`classify_traceback` does;
+            - torch's "killed by signal", or ``torch.multiprocessing.spawn``'s
+              ``ProcessExitedException: process N terminated with signal S`` → ``worker-died``;
             - "Caught X in DataLoader worker process N" → ``worker-exception`` (or the
               mechanism it names, such as ``cuda-reinit``), root cause the worker's original
               exception;
             - the parent's own mechanism (``pickle`` ...), root cause its line plus notes;
-            - "exited unexpectedly", or a secondary error of a process that already died
-              (``ConnectionResetError``, ``BrokenPipeError``, ``EOFError: Ran out of input``,
-              as a Python 3.14 forkserver parent raises) → the worker's decisive stderr line
-              (``bootstrap``, ``main-attribute``, ``pickle`` ...), else ``worker-died``;
+            - ``ProcessRaisedException`` ("-- Process N terminated with the following error")
+              → ``worker-exception`` with that process's own last exception line;
+            - "exited unexpectedly", ``ProcessExitedException: ... exit code N``, or a secondary
+              error of a process that already died (``ConnectionResetError``,
+              ``BrokenPipeError``, ``EOFError: Ran out of input``, as a Python 3.14 forkserver
+              parent raises) → the worker's decisive stderr line (``bootstrap``,
+              ``main-attribute``, ``pickle`` ...), else ``worker-died``;
             - else ``other``.
     """
     res = obs.result
+    stderr = _plain(obs.stderr)
     if obs.timed_out:
-        _, line = decisive_stderr_line(obs.stderr)
+        _, line = decisive_stderr_line(stderr)
         return Verdict("hang", None, "timed out; process group killed", line)
     if res is None:
         crash = exit_status_name(obs.returncode)
         if crash:
             return Verdict("crash", None, f"cell process killed by {crash}", f"killed by {crash}")
-        kind, line = decisive_stderr_line(obs.stderr)
+        kind, line = decisive_stderr_line(stderr)
         msg = f"cell process exited with code {obs.returncode} without a result"
         return Verdict("error", kind or "other", msg, line or msg)
     status = res.get("status", "")
-    message = _first_line(res.get("message", ""))
+    full_message = strip_escapes(str(res.get("message", "")))
+    message = _first_line(full_message)
     if status == RETURNED:
         batches = res.get("batches")
         checked = isinstance(batches, int) and not isinstance(batches, bool) and batches > 0
@@ -326,47 +467,105 @@ def classify(obs: Observation) -> Verdict:
         return Verdict("pass", None, "", "")
     if is_case_verdict(status):  # the case raised harness.case.Wrong or Skip: "wrong", "skipped"
         return Verdict(status, None, message, message)
+    exc_type = strip_escapes(str(res.get("exc_type", "")))
     if is_broken_case(status):
-        line = f"{res.get('exc_type', 'Error')}: {message}"
+        line = f"{exc_type or 'Error'}: {message}"
         return Verdict("error", "import", line, line)
     # status == RAISED
-    notes = [str(n) for n in res.get("notes", [])]
-    text = "\n".join([res.get("message", ""), *notes])
-    exc_type = res.get("exc_type", "")
+    notes = [strip_escapes(str(n)) for n in res.get("notes", [])]
+    text = "\n".join([full_message, *notes])
     headline = f"{exc_type}: {message}" if message else exc_type
+    if _EXIT.match(exc_type):
+        printed = _printed_error(stderr)
+        if printed is not None:
+            return printed
     sig = _WORKER_SIGNAL.search(text)
     if sig:
         return Verdict("error", "worker-died", headline, f"worker killed by signal: {sig.group(1)}")
+    spawn_sig = _SPAWN_SIGNAL.search(headline)
+    if spawn_sig:
+        return Verdict("error", "worker-died", headline, spawn_sig.group(0))
     caught = _WORKER_CAUGHT.search(text)
     if caught:
         kind, found = _kind_of(text)
         if kind in _CAUGHT_KINDS:
             return Verdict("error", kind, headline, found or headline)
         # The original exception is the last exception line of the worker's traceback.
-        _, original = decisive_stderr_line(res.get("message", ""))
+        _, original = decisive_stderr_line(full_message)
         return Verdict("error", "worker-exception", headline, original or headline)
     own, _ = _kind_of(f"{exc_type}: {text}")
     if own:
         return Verdict("error", own, headline, _with_notes(headline, notes))
-    if _WORKER_EXITED.search(text):
-        return _from_worker(obs.stderr, text, headline)
+    raised_in = _SPAWN_RAISED.search(text)
+    if raised_in:
+        _, original = decisive_stderr_line(text[raised_in.end():])
+        return Verdict("error", "worker-exception", _with_spawn_headline(headline, raised_in.group(0)),
+                       original or headline)
+    if _WORKER_EXITED.search(text) or _SPAWN_EXIT.search(headline):
+        return _from_worker(stderr, text, headline)
     if _SECONDARY.search(headline):
         # The parent lost its connection to a worker or to the forkserver (Python 3.14's
         # forkserver imports __main__ itself, and dies where a worker would): the child's own
         # error decides; with no child error in stderr, the parent's is all there is.
-        verdict = _from_worker(obs.stderr, text, headline)
+        verdict = _from_worker(stderr, text, headline)
         if verdict.kind != "worker-died" or verdict.root_cause != headline:
             return verdict
     return Verdict("error", "other", headline, headline)
 
 
+_SPAWN_RAISED_TYPE = re.compile(r"^\s*((?:[\w.]+\.)?ProcessRaisedException):", re.M)
+
+
+def _with_spawn_headline(headline: str, marker: str, text: str = "") -> str:
+    """A ``ProcessRaisedException``'s headline that names the process (its message starts with
+    blank lines, and the last exception line of a pasted output is the process's own)."""
+    if marker in headline:
+        return headline
+    named = _SPAWN_RAISED_TYPE.search(text)
+    return f"{named.group(1) if named else 'ProcessRaisedException'}: {marker}"
+
+
+def _printed_error(stderr: str) -> Verdict | None:
+    """The verdict on the error a framework printed to stderr before it raised ``SystemExit``,
+    or ``None`` when stderr holds no error line (then the exit itself is all there is)."""
+    lines = stderr.splitlines()
+    if not any(_EXC_LINE.match(x.strip()) and not _EXIT.match(x.strip()) for x in lines) and _kind_of(stderr)[0] is None:
+        return None
+    return classify_traceback(stderr)
+
+
+def _last_exception_index(lines: list[str]) -> int | None:
+    """Index of the last exception line of a pasted output: not quoted source, not a
+    ``Traceback`` header, and not an exit exception (``SystemExit: True`` after
+    ``unittest.main()``) when a real one was printed before it."""
+    last = last_exit = None
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if _EXC_LINE.match(stripped) and not stripped.startswith("Traceback") and not _is_source_line(lines, i):
+            if _EXIT.match(stripped):
+                last_exit = i
+            else:
+                last = i
+    return last if last is not None else last_exit
+
+
+def _final_block(lines: list[str], idx: int) -> str:
+    """The final exception's line at ``lines[idx]`` with the lines of its message and notes
+    below it (up to a blank line, a new traceback or a chain line)."""
+    out = [lines[idx]]
+    for line in lines[idx + 1 : idx + 40]:
+        stripped = line.strip()
+        if not stripped or _STRUCTURE.match(line) or _CHAIN.match(line) or _EXC_LINE.match(stripped):
+            break
+        out.append(line)
+    return "\n".join(out)
+
+
 def _last_exception(text: str) -> tuple[str, str]:
     """``(exc_type, message)`` of the last exception line in a pasted console output."""
-    last = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if _EXC_LINE.match(stripped) and not stripped.startswith("Traceback"):
-            last = stripped
+    lines = text.splitlines()
+    at = _last_exception_index(lines)
+    last = lines[at].strip() if at is not None else ""
     exc_type, _, message = last.partition(":")
     return exc_type.strip(), message.strip()
 
@@ -375,20 +574,37 @@ def classify_traceback(text: str) -> Verdict:
     """Classify console output pasted from a failed run, as users post it in bug reports.
 
     The parent's traceback and its workers' stderr are interleaved in one text, so the
-    mechanism is looked for in all of it (in the priority order of the kinds), with the same
-    rules as :func:`classify`: a secondary error (``BrokenPipeError``, ``EOFError: Ran out of
-    input``) is never the root cause when a worker printed its own, and "Caught X in
-    DataLoader worker process N" is a ``worker-exception`` with the worker's original error.
+    mechanism is looked for in all of it, with the same rules as :func:`classify`:
+
+    * terminal escapes are taken off first (:func:`strip_escapes`), and pytest's ``E`` prefix
+      and rich's boxes (typer) are read as plain traceback text;
+    * the final exception decides before any other: in a chained traceback ("During handling
+      of the above exception, another exception occurred", "The above exception was the direct
+      cause of the following exception"; ``Lib/traceback.py``) the first block printed is only
+      a cause, so Python 3.14's ``AttributeError: module '__main__' has no attribute
+      '<lambda>'`` under a ``PicklingError`` is ``pickle``; an exit exception a framework raised
+      after it printed the error it caught (``SystemExit: True`` after ``unittest.main()``) is
+      never the final one;
+    * else the mechanisms in the priority order of the kinds, anywhere in the text;
+    * a secondary error (``BrokenPipeError``, ``EOFError: Ran out of input``) is never the root
+      cause when a worker printed its own, and "Caught X in DataLoader worker process N" is a
+      ``worker-exception`` with the worker's original error; ``torch.multiprocessing.spawn``'s
+      ``ProcessExitedException: process N terminated with signal S`` is ``worker-died``.
 
     Args:
-        text: the whole output (str), any platform or Python version.
+        text: the whole output (str), any platform or Python version, coloured or not.
 
     Returns:
         A :class:`Verdict` with ``outcome`` ``error`` (``other`` when no error line is found).
     """
+    text = _plain(text)
+    lines = text.splitlines()
     sig = _WORKER_SIGNAL.search(text)
     exc_type, message = _last_exception(text)
     headline = f"{exc_type}: {message}" if message else exc_type
+    spawn_sig = _SPAWN_SIGNAL.search(text)
+    if spawn_sig:
+        return Verdict("error", "worker-died", headline, spawn_sig.group(0).strip())
     caught = _WORKER_CAUGHT.search(text)
     kind, line = _kind_of(text)
     if caught and kind not in _CAUGHT_KINDS:
@@ -396,13 +612,23 @@ def classify_traceback(text: str) -> Verdict:
         original = after.split("Original Traceback", 1)[-1] if "Original Traceback" in after else after
         _, root = decisive_stderr_line(original)
         return Verdict("error", "worker-exception", f"{caught.group(1)}: {caught.group(0)}", root or caught.group(0))
+    at = _last_exception_index(lines)
+    if at is not None:
+        final_kind, final_line = _kind_of(_final_block(lines, at))
+        if final_kind:
+            return Verdict("error", final_kind, headline or (final_line or ""), final_line or "")
     if kind:
         return Verdict("error", kind, headline or (line or ""), line or "")
+    raised_in = _SPAWN_RAISED.search(text)
+    if raised_in:
+        _, original = decisive_stderr_line(text[raised_in.end():])
+        return Verdict("error", "worker-exception", _with_spawn_headline(headline, raised_in.group(0), text),
+                       original or headline)
     if _lost_process_object(text):  # only the child's half was pasted: the parent failed to pickle
         return Verdict("error", "pickle", headline, _LOST_LINE)
     if sig:
         return Verdict("error", "worker-died", headline, f"worker killed by signal: {sig.group(1)}")
-    if _WORKER_EXITED.search(text):
+    if _WORKER_EXITED.search(text) or _SPAWN_EXIT.search(text):
         return _from_worker(text, text, headline)
     _, line = decisive_stderr_line(text)
     return Verdict("error", "other", headline or line, line or headline)

@@ -11,9 +11,19 @@ else is kept as posted, including the interleaved output of the parent and of it
 files are excerpts of a longer post, or drop Markdown markup around the text; a ``# note:`` line
 says so.
 
+Beside them, outputs captured from real runs made for this corpus: coloured tracebacks of
+CPython 3.13 and 3.14 (``FORCE_COLOR=1 PYTHON_COLORS=1``, as CI services set ``FORCE_COLOR``),
+with their escape sequences kept, and errors that a test runner or CLI framework (unittest,
+pytest, Hydra, click, typer) caught and printed before it ended the process. Their
+``source`` is ``captured``; ``captured-with`` names the exact interpreter and packages,
+``command`` the command line (the script is described in a ``note``), and the file name is
+``<platform>[-py<X.Y>]-<slug>``. Machine paths are replaced by ``/home/user/...``.
+
 File format (``tests/data/tracebacks/<platform>-<slug>.txt``)::
 
-    # source: <public URL of the report>
+    # source: <public URL of the report> | captured
+    # captured-with: <interpreter version and packages; captured outputs only>
+    # command: <the command run; captured outputs only>
     # platform: windows | macos | jupyter | linux-py3.14 | linux
     # python: <version if the report states it, else unknown>
     # expect-kind: <one kind from harness.classify.outcomes.KINDS>
@@ -105,7 +115,14 @@ def test_corpus_has_enough_reports_per_platform():
 def test_corpus_file_is_well_formed(report: Report):
     for key in REQUIRED_KEYS:
         assert report.header.get(key), f"missing or empty '# {key}:'"
-    assert report.header["source"].startswith("https://"), "source must be a public URL"
+    source = report.header["source"]
+    if source == "captured":
+        assert report.header.get("captured-with") and report.header.get("command"), (
+            "a captured output names its interpreter (captured-with) and its command"
+        )
+        assert report.header["python"][:1].isdigit(), "a captured output states its exact Python version"
+    else:
+        assert source.startswith("https://"), "source must be a public URL or 'captured'"
     platform = report.header["platform"]
     assert platform in PLATFORMS
     assert report.path.stem.startswith(platform + "-"), "file name must start with its platform"
@@ -123,3 +140,5 @@ def test_classify_traceback_finds_mechanism_and_root_cause(report: Report):
     source = report.header["source"]
     assert verdict.kind == report.kind, f"{source}: root cause {verdict.root_cause!r}"
     assert report.root in verdict.root_cause
+    # Coloured output: what is kept is plain text, never a terminal's escape sequence.
+    assert "\x1b" not in verdict.root_cause + verdict.message
