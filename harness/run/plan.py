@@ -214,6 +214,7 @@ def cell_env(spec: CellSpec, workdir: Path, stderr_path: Path) -> dict[str, str]
     )
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONFAULTHANDLER"] = "1"
+    env["PYTHON_COLORS"] = "0"  # plain tracebacks (3.13+); the classifier strips colours anyway
     return env
 
 
