@@ -31,6 +31,6 @@ def module_command(module: str, *args: str) -> list[str]:
     Returns:
         ``[sys.executable, "-P", "-m", module, *args]`` on Python 3.11+, else the ``-c`` form.
     """
-    if sys.version_info >= (3, 11):
+    if hasattr(sys.flags, "safe_path"):  # -P exists (Python 3.11+)
         return [sys.executable, "-P", "-m", module, *args]
     return [sys.executable, "-c", _PROGRAM, module, *args]

@@ -36,7 +36,12 @@ def _finding(f: Any, method: str) -> dict[str, Any]:
     out["why"] = f.why
     out["fix_title"] = hints.fix_description(f.fix) if f.fix else ""
     out["breaks"] = describe_breaks(f.case) if f.case else ""
+    out["located"] = f.problem.located
     return out
+
+
+#: How a finding's line reads, by :attr:`harness.inspect.walker.Problem.located`.
+_LOCATED = {"stored": "stored at", "inside": "inside an object defined at"}
 
 
 def record(verdict: Verdict) -> dict[str, Any]:
@@ -90,7 +95,7 @@ def _finding_lines(i: int, f: dict[str, Any]) -> list[str]:
     message = f["message"] if f"{short}:" in f["message"] or f["message"].endswith(short) else f"{f['exc_type']}: {f['message']}"
     lines = [f"  {i}. {f['path']} ({f['type'] or '?'}): {message}"]
     if f.get("file"):
-        lines.append(f"     defined at {f['file']}:{f['line']}")
+        lines.append(f"     {_LOCATED.get(f.get('located') or '', 'defined at')} {f['file']}:{f['line']}")
     if f.get("breaks_on"):
         lines.append(f"     pickles here, but not on Python {f['breaks_on']} and later")
     if f.get("why"):

@@ -211,6 +211,7 @@ def _one_child(
     import tempfile
     import time
 
+    from harness.child.safe_path import module_command
     from harness.run import containment as _containment
     from harness.run.sampler import kill_tree
 
@@ -225,7 +226,9 @@ def _one_child(
     runs: list[ChildRun] = []
     proc = None
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.inspect.diagnose_child", json.dumps(spec)],
+        # started without the current directory on sys.path: the target's folder is put there
+        # when the target is imported, after the harness's own imports (harness.child.safe_path)
+        proc = subprocess.Popen(module_command("harness.inspect.diagnose_child", json.dumps(spec)),
                                 env=env, **_popen_options())
         _containment.track(proc.pid)
         for i in range(len(targets)):

@@ -29,7 +29,9 @@ metaclass or module ``__getattr__`` may raise anything; a site that cannot be re
 
 from __future__ import annotations
 
+import dis
 import functools
+import itertools
 import linecache
 import os
 import re
@@ -47,7 +49,9 @@ __all__ = [
     "is_library_file",
     "project_file",
     "project_root",
+    "locate",
     "set_project_root",
+    "stored_site",
     "site_along",
     "user_site",
 ]
@@ -309,19 +313,80 @@ def user_site(obj: Any, cache: SiteCache | None = None) -> Site | None:
         return None
 
 
-def site_along(culprit: Any, enclosing: Iterable[Any], cache: SiteCache | None = None) -> tuple[str | None, int | None]:
-    """``(file, line)`` for a problem: the culprit's own site, else the nearest enclosing
-    object's user-defined site, else ``(None, None)``; ``file`` as :func:`display_path` shows it.
+def site_along(culprit: Any, enclosing: Iterable[Any], cache: SiteCache | None = None,
+               stored_as: str | None = None) -> tuple[str | None, int | None]:
+    """``(file, line)`` of :func:`locate`."""
+    file, line, _ = locate(culprit, enclosing, cache, stored_as)
+    return file, line
+
+
+def locate(culprit: Any, enclosing: Iterable[Any], cache: SiteCache | None = None,
+           stored_as: str | None = None) -> tuple[str | None, int | None, str]:
+    """``(file, line, how)`` for a problem, ``file`` as :func:`display_path` shows it:
+
+    * ``defined``: the culprit's own site (a function, a class, an instance of a user class);
+    * ``stored``: for a culprit its innermost holder keeps as attribute ``stored_as``, the
+      line of the holder's class that stores it (:func:`stored_site`: ``self._f = open(path)``);
+    * ``inside``: the nearest enclosing object's user-defined site;
+    * ``(None, None, "")`` when none is known.
 
     Args:
         culprit: the object at fault.
         enclosing: the objects that hold it, innermost first, out to the path's root.
         cache: see :func:`definition_site`.
+        stored_as: the attribute name under which the innermost holder keeps the culprit.
     """
     found = definition_site(culprit, cache)
     if found is not None:
-        return display_path(found[0]), found[1]
-    return first_user_site(enclosing, cache)
+        return display_path(found[0]), found[1], "defined"
+    holders = iter(enclosing)
+    if stored_as:
+        holder = next(holders, None)
+        stored = stored_site(holder, stored_as) if holder is not None else None
+        if stored is not None:
+            return display_path(stored[0]), stored[1], "stored"
+        holders = itertools.chain([holder], holders)
+    file, line = first_user_site(holders, cache)
+    return file, line, "inside" if file is not None else ""
+
+
+def stored_site(holder: Any, attr: str) -> Site | None:
+    """Where ``holder``'s user-defined class (or a user-defined base) stores ``attr`` on its
+    instances: the first ``self.<attr> = ...`` of its ``__init__``, else of its other methods,
+    found in their bytecode (``STORE_ATTR`` on the first argument), so no source is needed.
+    ``None`` when no user class stores it so (``setattr``, a library class). Never raises."""
+    try:
+        for cls in type(holder).__mro__[:-1]:  # not object
+            functions = sorted(_body_functions(cls), key=lambda f: (f.__name__ != "__init__", f.__code__.co_firstlineno))
+            for func in functions:
+                line = _attribute_store_line(func.__code__, attr)
+                if line is not None and _is_real_file(func.__code__.co_filename) and not is_library_file(
+                        func.__code__.co_filename):
+                    return func.__code__.co_filename, line
+    except BaseException as exc:  # noqa: BLE001 - a hostile class or bytecode we do not know
+        _contain(exc)
+    return None
+
+
+def _attribute_store_line(code: types.CodeType, attr: str) -> int | None:
+    """The line of the first ``STORE_ATTR attr`` on the code's first argument, or ``None``."""
+    if code.co_argcount < 1 or attr not in code.co_names:
+        return None
+    first = code.co_varnames[0]
+    line = None
+    previous: Any = None
+    for instr in dis.get_instructions(code):
+        if instr.starts_line is not None and not isinstance(instr.starts_line, bool):
+            line = instr.starts_line  # Python 3.10-3.12; 3.13+ gives positions below
+        positions = getattr(instr, "positions", None)
+        if positions is not None and positions.lineno is not None:
+            line = positions.lineno
+        if instr.opname == "STORE_ATTR" and instr.argval == attr and previous is not None:
+            loaded = previous.argval if previous.opname.startswith("LOAD_FAST") else None
+            if loaded == first or (isinstance(loaded, tuple) and loaded and loaded[-1] == first):
+                return line
+        previous = instr
+    return None
 
 
 def first_user_site(objs: Iterable[Any], cache: SiteCache | None = None) -> tuple[str | None, int | None]:

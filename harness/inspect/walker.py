@@ -169,10 +169,13 @@ class Problem:
             ``tarfile``, ``log-handler``), or ``None``.
         root: the root name the path starts with.
         qualname: ``__qualname__`` of a function or class at fault, else ``""``.
-        file: where the culprit is defined (:func:`harness.inspect.sites.site_along`: its own
-            definition, else the nearest enclosing user-defined object's), relative to the
-            current directory when under it; ``None`` when nothing on the path has a site.
+        file: where the culprit is (:func:`harness.inspect.sites.locate`: its own
+            definition, else the line that stores it on its holder, else the nearest enclosing
+            user-defined object's definition), relative to the current directory when under
+            it; ``None`` when nothing on the path has a site.
         line: the line in ``file`` (1-based), or ``None``.
+        located: how ``file`` and ``line`` were found: ``defined``, ``stored``, ``inside``
+            (:func:`harness.inspect.sites.locate`), or ``""``.
         breaks_on: for a version hazard, the Python (``"3.14"``) from which the object no
             longer pickles; it pickles on this one. ``None`` for a problem on this Python.
         classes: the culprit's class and its bases, most derived first, as
@@ -199,6 +202,7 @@ class Problem:
     classes: tuple[str, ...] = ()
     holders: tuple[str, ...] = ()
     cell: int | None = None
+    located: str = ""
 
 
 @dataclass
@@ -1466,7 +1470,8 @@ class _Walker:
             exc_type = type_name(exc.cause)
         else:
             exc_type = type_name(exc)
-        file, line = sites.site_along(obj, _enclosing(item), self.sites)
+        attr = item.seg[len(_HOLE) + 1:] if item.seg.startswith(_HOLE + ".") else ""
+        file, line, how = sites.locate(obj, _enclosing(item), self.sites, stored_as=attr if attr.isidentifier() else None)
         self.problems.append(Problem(
             path=_path(item),
             type=type_name(obj),
@@ -1478,6 +1483,7 @@ class _Walker:
             qualname=qualname if isinstance(qualname, str) else "",
             file=file,
             line=line,
+            located=how,
             breaks_on=exc.breaks_on if isinstance(exc, RemovedPickling) else None,
             classes=self.class_names(type(obj)),
             holders=tuple(dict.fromkeys(n for cls in reversed(item.holders[0]) for n in self.class_names(cls))),

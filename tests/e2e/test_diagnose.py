@@ -47,13 +47,13 @@ UNSAFE = {
         "dataset.archive.fp": ("dataset-zip-archive", 25),
         "dataset.archive._lock": ("dataset-zip-archive", 25),
     },
-    "loader_sqlite.py:make_loader": {"dataset.db.conn": ("dataset-sqlite-connection", 15)},  # class LabelStore
-    "loader_generator.py:make_loader": {"dataset.files": ("dataset-generator", 13)},  # class FileStream
+    "loader_sqlite.py:make_loader": {"dataset.db.conn": ("dataset-sqlite-connection", 18)},  # self.conn = sqlite3.connect(...)
+    "loader_generator.py:make_loader": {"dataset.files": ("dataset-generator", 16)},  # self.files = Path(root).iterdir()
     "loader_several.py:make_loader": {
         "dataset.transform.transforms[1]": ("dataset-lambda-attribute", 41),
-        "dataset.index_file": ("dataset-open-file", 39),  # class Records
-        "dataset.np_module": ("dataset-module-object", 39),
-        "dataset.cache.lock": ("dataset-lock", 25),  # class Cache
+        "dataset.index_file": ("dataset-open-file", 42),  # self.index_file = open(index_path)
+        "dataset.np_module": ("dataset-module-object", 43),  # self.np_module = np
+        "dataset.cache.lock": ("dataset-lock", 28),  # self.lock = threading.Lock()
         "collate_fn.__self__.sort_key": ("collate-fn-lambda", 33),
     },
     "loader_slots.py:make_dataset": {
@@ -62,7 +62,7 @@ UNSAFE = {
         "dataset.handler.stream": ("dataset-log-handler", 23),
     },
     "loader_context.py:make_dataset": {"dataset.seen._lock": ("value-fork-context-spawn-loader", 15)},
-    "loader_torch_generator.py:make_loader": {"dataset.rng": ("dataset-torch-generator", 14)},  # class Noisy
+    "loader_torch_generator.py:make_loader": {"dataset.rng": ("dataset-torch-generator", 17)},  # self.rng = torch.Generator()...
     "loader_windows.py:make_loader": {"indices[0]": ("sampler-index-unpicklable", 14)},  # class Window
 }
 PROBLEM_KEYS = ["path", "type", "message", "case", "fix", "file", "line"]
@@ -108,7 +108,7 @@ def test_json_has_exactly_the_documented_keys(cli, monkeypatch):
         "case": "dataset-sqlite-connection",
         "fix": "dataset-sqlite-lazy",
         "file": "tests/user_code/loader_sqlite.py",  # relative to the current directory, the checkout
-        "line": 15,
+        "line": 18,  # self.conn = sqlite3.connect(...)
     }]
     assert result["hazards"] == []
 

@@ -103,7 +103,7 @@ def test_timeout_scale_multiplies_every_cell_timeout(tmp_path, cli):
     shard, _ = records(tmp_path)
     assert shard["runner"]["timeout_scale"] == 2.5
     bad = cli("run", "--cases", "transform-toplevel-def", "--out", str(tmp_path), env={"HARNESS_TIMEOUT_SCALE": "fast"})
-    assert bad.returncode == 2 and bad.stderr.strip() == "harness run: HARNESS_TIMEOUT_SCALE: not a number: 'fast'"
+    assert bad.returncode == 2 and bad.stderr.strip() == "harness run: HARNESS_TIMEOUT_SCALE='fast': not a number"
 
 
 def test_reproduce_as_windows_applies_the_profile(tmp_path, cli):

@@ -48,7 +48,7 @@ def test_assert_spawn_safe_lists_every_path(user_modules):
     lambda_line = next(line for line in text.splitlines() if line.startswith("  dataset.transform.transforms[1]: "))
     assert lambda_line.endswith(f" at {where}:41")
     file_line = next(line for line in text.splitlines() if line.startswith("  dataset.index_file: "))
-    assert file_line.endswith(f" at {where}:39")  # an open file: at class Records, which holds it
+    assert file_line.endswith(f" at {where}:42")  # an open file: where Records stores it (self.index_file = open(...))
 
 
 def test_assert_spawn_safe_fails_on_what_a_worker_cannot_load_or_send_back(user_modules):
@@ -68,7 +68,7 @@ def test_assert_spawn_safe_warns_of_what_a_newer_python_will_not_pickle(user_mod
     with pytest.warns(UserWarning, match=r"breaks on Python 3\.14: dataset\.augmentations: itertools\.cycle: ") as seen:
         result = harness.assert_spawn_safe(user_modules("loader_itertools").make_loader())
     assert result.safe
-    assert str(seen[0].message).endswith("loader_itertools.py:23")
+    assert str(seen[0].message).endswith("loader_itertools.py:26")  # self.augmentations = itertools.cycle(...)
 
 
 def test_assert_spawn_safe_accepts_a_dataset_and_platform_aliases(user_modules):

@@ -109,9 +109,7 @@ def _set_first(key, value):
         (_set_first("duration_s", -1.0), "schema violation at results/0/duration_s"),
         (_set_first("wall_s", "slow"), "schema violation at results/0/wall_s"),
         (_set_first("worker_peak_rss_bytes", 2**70), "schema violation at results/0/worker_peak_rss_bytes"),
-        (_set_first("message", "x" * 20_001), "schema violation at results/0/message: 'xxxxx"),
-        (_set_first("stderr_tail", "y" * 16_385), "schema violation at results/0/stderr_tail"),
-        (_set_first("warnings", ["w" * 20_001]), "schema violation at results/0/warnings/0"),
+        # over-long text is clipped on read, not rejected (tests/unit/test_cli_robust.py)
     ],
 )
 def test_shards_the_schema_alone_let_through_are_rejected(tmp_path, mutate, reason):
