@@ -237,9 +237,34 @@ def resolve(verdict: Verdict, checker: Checker) -> Verdict:
     found = match_problems(verdict.problems) if verdict.problems else []
     verdict.findings = [f for f in found if not f.problem.breaks_on]
     verdict.hazards = [f for f in found if f.problem.breaks_on]
+    _test_doubles_warn(verdict)
     verdict.start = None  # the live objects are not needed any more
     verdict.sent = None
     return verdict
+
+
+#: Classes of :mod:`unittest.mock`: test doubles, which stand for the real object in a test only.
+_MOCK_PREFIX = "unittest.mock."
+
+
+def _is_test_double(problem: Problem) -> bool:
+    return any(name.startswith(_MOCK_PREFIX) for name in (problem.type, *problem.classes, *problem.holders))
+
+
+def _test_doubles_warn(verdict: Verdict) -> None:
+    """Findings that only a ``unittest.mock`` object on the path causes become one warning: a
+    ``Mock`` never pickles (``Can't pickle <class 'unittest.mock.Mock'>``), but in real use the
+    object it stands for is there instead, so the test says nothing of a real worker start."""
+    doubles = [f for f in verdict.findings if _is_test_double(f.problem)]
+    if not doubles:
+        return
+    verdict.findings = [f for f in verdict.findings if not _is_test_double(f.problem)]
+    own = [f.problem.path for f in doubles if f.problem.type.startswith(_MOCK_PREFIX)]
+    shortest = min(own or [f.problem.path.removesuffix(".__class__") for f in doubles], key=len)
+    words = (f"{shortest} is or holds a unittest.mock test double, which no worker can receive "
+             f"({len(doubles)} object{'s' if len(doubles) != 1 else ''} on its path); "
+             "not a finding: the real object it stands for is what a worker would receive")
+    verdict.warning = f"{verdict.warning}; {words}" if verdict.warning else words
 
 
 def _read_replies(verdict: Verdict, checker: Checker) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 from harness.guard.check import resolve, snapshot
 from harness.guard.checker import Checker
@@ -116,3 +116,31 @@ def test_module_state_an_earlier_check_set_does_not_reach_the_next(tmp_path, mon
     assert second.unsafe
     assert "nothing registered in this worker" in second.findings[0].problem.message
     assert checker.started == 1
+
+
+class _Tokenized(Dataset):
+    def __init__(self, processor, transform=None):
+        self.processor = processor
+        self.transform = transform
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return self.processor.encode(i)
+
+
+def test_a_mock_test_double_is_a_warning_and_real_culprits_stay_findings(checker):
+    """``Mock`` never pickles (a real spawn worker start fails on it, checked here), but it
+    stands for an object the test replaced: a warning, not a finding."""
+    from unittest import mock
+
+    processor = mock.Mock()
+    processor.encode.side_effect = lambda i: i
+    with pytest.raises(Exception, match="Mock"):
+        next(iter(DataLoader(_Tokenized(processor), num_workers=1, multiprocessing_context="spawn")))
+    doubled = resolve(snapshot(_Tokenized(processor), "dataset", None, "spawn", checker, None), checker)
+    assert not doubled.unsafe
+    assert doubled.warning.startswith("dataset.processor is or holds a unittest.mock test double")
+    both = _check(DataLoader(_Tokenized(processor, transform=lambda x: x), num_workers=0), checker)
+    assert [f.problem.path for f in both.findings] == ["dataset.transform"]
