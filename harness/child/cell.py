@@ -193,7 +193,7 @@ class _WarningLog:
         warnings.showwarning = self._original
 
 
-def _run_case(entry: Callable[[Cell], object], cell: Cell) -> CellResult:
+def _run_case(entry: Callable[[Cell], object], cell: Cell, locate: bool = False) -> CellResult:
     """Run the case and say how it ended: its status, and the exception's fields if it raised."""
     from harness.case import Skip, Wrong
 
@@ -208,8 +208,33 @@ def _run_case(entry: Callable[[Cell], object], cell: Cell) -> CellResult:
             return _failure(RAISED, exc)
         return {"status": RETURNED, "system_exit": True}
     except BaseException as exc:  # noqa: BLE001 - every failure is data here
-        return _failure(RAISED, exc)
+        failed = _failure(RAISED, exc)
+        if locate:
+            failed["problems"] = _culprits(exc)
+        return failed
     return {"status": RETURNED}
+
+
+def _culprits(exc: BaseException) -> list[dict[str, object]]:
+    """The culprits of the loader in ``exc``'s traceback (``harness reproduce`` only), named
+    after the case ended. The one import of the harness outside :mod:`harness.child` and
+    :mod:`harness.case`: it runs when nothing is observed any more (tests/unit/test_child_imports.py)."""
+    import importlib
+
+    stderr = ""
+    path = os.environ.get("HARNESS_CELL_STDERR")
+    if path:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                stderr = f.read()[-200_000:]
+        except OSError:
+            pass
+    try:
+        post_mortem = importlib.import_module("harness.inspect.post_mortem")
+        found: list[dict[str, object]] = post_mortem.culprits(exc, stderr)
+        return found
+    except Exception:  # noqa: BLE001 - naming the culprit never changes the result
+        return []
 
 
 def run_spec(request: CellRequest) -> CellResult:
@@ -236,7 +261,7 @@ def run_spec(request: CellRequest) -> CellResult:
     cell = current_cell()
     log = _WarningLog()
     t0 = time.perf_counter()
-    result = _run_case(entry, cell)
+    result = _run_case(entry, cell, request.locate)
     result["duration_s"] = time.perf_counter() - t0
     log.close()
     result["warnings"] = log.seen

@@ -38,6 +38,8 @@ class CellRequest:
         cwd: the directory to run in; ``""``: stay where the process started.
         stdin: for a script case, one of :data:`STDIN_MODES` (its code then runs with no file
             of its own), or ``None``.
+        locate: when the case raises, name the culprits of the loader in its traceback
+            (``harness reproduce``; :mod:`harness.inspect.post_mortem`, after the case ended).
     """
 
     module: str
@@ -50,6 +52,7 @@ class CellRequest:
     argv: tuple[str, ...] = ()
     cwd: str = ""
     stdin: str | None = None
+    locate: bool = False
 
     def __post_init__(self) -> None:
         if self.stdin is not None and self.stdin not in STDIN_MODES:
@@ -85,4 +88,5 @@ class CellRequest:
             argv=strings(obj, "argv", what, default=()),
             cwd=optional(obj, "cwd", str, "", what),
             stdin=None if obj.get("stdin") is None else required(obj, "stdin", str, what),
+            locate=optional(obj, "locate", bool, False, what),
         )

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         batches: object  # the case's ``cell.batches``: likewise
         require_check: bool
         system_exit: bool
+        problems: list[dict[str, object]]  # harness reproduce: the culprits, named after the case ended
 
 
 __all__ = [

@@ -20,10 +20,12 @@ applies 3.14's start method (``forkserver``), not 3.14's pickling rules, and the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -37,6 +39,8 @@ from harness.classify.classifier import Verdict, classify
 from harness.classify.outcomes import METHODS, outcome_label
 from harness.errors import Interrupted, UsageError
 from harness.inspect import hints
+from harness.inspect.diagnose import Finding, match_problems
+from harness.inspect.walker import Problem
 from harness.run.launch import kill_live_cells, launch_cell
 from harness.run.plan import CellSpec, emulated_temp_dir
 
@@ -62,7 +66,8 @@ class ScriptSpec(CellSpec):
         A user's script never calls ``cell.check``: one that ends normally passes, so the
         catalogue's ``require_check`` is off.
         """
-        return {**super().to_child(), "require_check": False, "argv": list(self.argv), "cwd": self.cwd}
+        return {**super().to_child(), "require_check": False, "argv": list(self.argv), "cwd": self.cwd,
+                "locate": True}
 
 
 @dataclass
@@ -80,6 +85,8 @@ class Reproduction:
         note: what the requested platform does not replay here (:func:`python_note`), or ``None``.
         case: the id of the catalogue case the hint names (:func:`case_for`), or ``None``.
         fix: the id of that case's fix, or ``None``.
+        culprits: what the failed run's loader could not send to a worker, each as
+            :meth:`harness.inspect.diagnose.Finding.to_json` (``[]`` when unknown).
     """
 
     script: str
@@ -94,6 +101,7 @@ class Reproduction:
     fix: str | None = None
     notebook: bool = False
     cell: int | None = None
+    culprits: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """``{"script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "case",
@@ -128,6 +136,9 @@ class Reproduction:
                 lines.append(f"  parent saw: {v.message}")
             if v.root_cause:
                 lines.append(f"  root cause: {v.root_cause}")
+            for c in self.culprits:
+                where = f" at {c['file']}:{c['line']}" if c.get("file") else ""
+                lines.append(f"  culprit: {c['path']} ({c['type']}){where}")
             if self.stderr_tail:
                 lines.append("  stderr (last lines):")
                 lines += [f"    {line}" for line in self.stderr_tail]
@@ -185,27 +196,36 @@ BATCH_BACK_HINT = (
     "(harness diagnose names it, at a path rooted at batch)")
 
 
-def case_for(verdict: Verdict, stderr: str = "") -> Case | None:
+def case_for(verdict: Verdict, stderr: str = "", culprits: Sequence[Finding] = ()) -> Case | None:
     """The catalogue case that shows the same mechanism as ``verdict``, or ``None``.
 
-    The case is the one whose ``CASE['matches']['errors']`` declares the verdict's kind and
-    error text (its message and root cause) most specifically (:mod:`harness.inspect.hints`).
-    ``None`` for a pass, for a batch that could not come back (see :func:`hint_for`), and when
-    no declaration matches.
+    The case of the first culprit that has one, when the failed run's loader was walked
+    (``culprits``: :mod:`harness.inspect.post_mortem`, matched as ``harness diagnose``
+    matches them, so both tools name the same case); else the one whose
+    ``CASE['matches']['errors']`` declares the verdict's kind and error text (its message
+    and root cause) most specifically (:mod:`harness.inspect.hints`). ``None`` for a pass,
+    for a batch that could not come back (see :func:`hint_for`), and when nothing matches.
 
     Args:
         verdict: the classified run.
         stderr: what the script and its workers wrote to stderr (or the pasted text).
+        culprits: the findings of the failed run's loader, in the order found.
     """
     if verdict.outcome == "pass":
         return None
     text = f"{verdict.message}\n{verdict.root_cause}"
     if _batch_back(verdict, text, stderr):
         return None
+    named = next((f.case for f in culprits if f.case), None)
+    if named is not None:
+        case = hints.catalogue_hints().cases.get(named)
+        if case is not None:
+            return case
     return hints.case_for_error(verdict.kind, text)
 
 
-def hint_for(verdict: Verdict, timeout_s: float | None = None, stderr: str = "") -> str | None:
+def hint_for(verdict: Verdict, timeout_s: float | None = None, stderr: str = "",
+             culprits: Sequence[Finding] = ()) -> str | None:
     """A one-line fix hint naming the catalogue case with the same mechanism (:func:`case_for`).
 
     The hint names the case, its title and file in the catalogue, and its fix case's. A batch
@@ -219,6 +239,7 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None, stderr: str = "")
         verdict: the classified run.
         timeout_s: the run's timeout, named in a hang's hint.
         stderr: what the script and its workers wrote to stderr (or the pasted text).
+        culprits: see :func:`case_for`.
 
     Returns:
         The hint, or ``None`` for ``pass``.
@@ -227,7 +248,7 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None, stderr: str = "")
         return None
     if _batch_back(verdict, f"{verdict.message}\n{verdict.root_cause}", stderr):
         return BATCH_BACK_HINT
-    case = case_for(verdict, stderr)
+    case = case_for(verdict, stderr, culprits)
     if case is not None:
         return _case_hint(case)
     if verdict.outcome == "hang":
@@ -299,18 +320,40 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
     verdict = classify(run.observation)
     stderr = run.observation.stderr
     tail = [line for line in stderr.splitlines() if line.strip()][-12:]
-    case = case_for(verdict, stderr)  # type: ignore[assignment]
-    hint = hint_for(verdict, timeout_s, stderr)
+    culprits = _culprits(run.observation.result) if verdict.outcome != "pass" else []
+    case = case_for(verdict, stderr, culprits)  # type: ignore[assignment]
+    hint = hint_for(verdict, timeout_s, stderr, culprits)
     if notebook and verdict.outcome != "pass":
         from harness.notebook.cells import move_hint
 
         move = move_hint(path, f"{stderr}\n{verdict.root_cause}")
         hint = f"{move}; {hint}" if move and hint else (move or hint)
     return Reproduction(script=str(script), method=resolved, requested=method, verdict=verdict,
-                        duration_s=run.wall_s, hint=hint,
+                        duration_s=run.wall_s, hint=hint, culprits=[f.to_json() for f in culprits],
                         stderr_tail=tail if verdict.outcome != "pass" else [], note=python_note(method),
                         case=case.id if case else None, fix=case.fix if case else None,
                         notebook=notebook, cell=cell if verdict.outcome != "pass" else None)
+
+
+def _culprits(result: Any) -> list[Finding]:
+    """The findings of the culprits the cell named after the script raised (the result's
+    ``problems``, :mod:`harness.inspect.post_mortem`), matched to catalogue cases."""
+    raw = result.get("problems") if isinstance(result, dict) else None
+    if not isinstance(raw, list):
+        return []
+    known = {f.name for f in dataclasses.fields(Problem)}
+    problems = []
+    for item in raw[:50]:
+        if not isinstance(item, dict):
+            continue
+        try:
+            fields = {k: v for k, v in item.items() if k in known}
+            fields["classes"] = tuple(fields.get("classes") or ())
+            fields["holders"] = tuple(fields.get("holders") or ())
+            problems.append(Problem(**fields))
+        except TypeError:  # a record another version wrote
+            continue
+    return match_problems(problems) if problems else []
 
 
 def _script_case(path: Path) -> Case:

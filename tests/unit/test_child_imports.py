@@ -1,5 +1,7 @@
 """The rule of :mod:`harness.child`: code that runs in another process imports nothing of the
-harness outside that package, except the public case API :mod:`harness.case`.
+harness outside that package, except the public case API :mod:`harness.case`, and one module
+loaded after the case has ended: :mod:`harness.inspect.post_mortem`, which names the culprits of
+a failed ``harness reproduce`` run (``harness.child.cell._culprits``).
 
 Checked on the source (every ``import``/``from`` statement, at any depth, with ``ast``), and
 on a real interpreter: importing each module must not load any other ``harness`` module.
@@ -71,3 +73,16 @@ def test_every_child_module_a_cell_runs_is_an_input_of_changed():
     package = Path(harness.child.__file__).resolve().parent.parent
     hashed = {p.resolve().relative_to(package) for p in HARNESS_CELL_FILES}
     assert sorted(str(p) for p in loaded - hashed if p.name != "__init__.py") == []
+
+
+def test_the_one_late_import_is_made_after_the_case_ended_only():
+    """``harness.inspect.post_mortem`` is named once in the cell's source, inside ``_culprits``,
+    which only the failure branch of ``_run_case`` calls, and only for a request with ``locate``."""
+    source = (CHILD / "cell.py").read_text(encoding="utf-8")
+    assert source.count('"harness.inspect.post_mortem"') == 1
+    tree = ast.parse(source)
+    culprits = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "_culprits")
+    assert '"harness.inspect.post_mortem"' in ast.get_source_segment(source, culprits)
+    callers = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)
+               and any(isinstance(c, ast.Call) and getattr(c.func, "id", "") == "_culprits" for c in ast.walk(n))]
+    assert callers == ["_run_case"]
