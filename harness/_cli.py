@@ -327,6 +327,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         as_json=args.json,
         argv=args.script_args,
+        show_output=args.output,
     )
 
 

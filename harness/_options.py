@@ -588,9 +588,11 @@ REPRODUCE = Command(
             "--method", f"{_PLATFORM_NAMES} (default: {{default}})", DEFAULT_START_METHOD, "method"
         ),
         _timeout("kill the run and its process tree after S seconds (default: {default})"),
+        Option(("--output",), "show the end of the script's own output on a pass too "
+               "(on a failure it is always shown)", settings={"action": "store_true"}),
         JSON_OBJECT,
     ),
-    usage="harness reproduce SCRIPT [--start-method METHOD] [--timeout S] [--json] [-- ARGS ...]",
+    usage="harness reproduce SCRIPT [--start-method METHOD] [--timeout S] [--output] [--json] [-- ARGS ...]",
     epilog="Everything after -- is passed to the script as sys.argv[1:].",
 )
 

@@ -87,6 +87,8 @@ class Reproduction:
         fix: the id of that case's fix, or ``None``.
         culprits: what the failed run's loader could not send to a worker, each as
             :meth:`harness.inspect.diagnose.Finding.to_json` (``[]`` when unknown).
+        output: the last lines (at most :data:`OUTPUT_LINES`) the script printed on its
+            standard output; kept on a failure, and on a pass with ``show_output``.
     """
 
     script: str
@@ -102,10 +104,14 @@ class Reproduction:
     notebook: bool = False
     cell: int | None = None
     culprits: list[dict[str, Any]] = field(default_factory=list)
+    output: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """``{"script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "case",
-        "fix", "note"}``; a notebook adds ``"cell"``: the 1-based index, among all its cells
+        "fix", "note", "culprits", "output"}`` (``culprits``: ``[{"path", "type", "message",
+        "case", "fix", "file", "line"}]``, what the failed run's loader could not send to a
+        worker; ``output``: the last lines the script printed, on a failure or with
+        ``--output``); a notebook adds ``"cell"``: the 1-based index, among all its cells
         (markdown included), of the cell that failed or hung, ``null`` on a pass."""
         extra: dict[str, Any] = {"cell": self.cell} if self.notebook else {}
         return {
@@ -119,6 +125,8 @@ class Reproduction:
             "case": self.case,
             "fix": self.fix,
             "note": self.note,
+            "culprits": self.culprits,
+            "output": self.output,
             **extra,
         }
 
@@ -142,6 +150,9 @@ class Reproduction:
             if self.stderr_tail:
                 lines.append("  stderr (last lines):")
                 lines += [f"    {line}" for line in self.stderr_tail]
+        if self.output:
+            lines.append("  script output (last lines):" if v.outcome != "pass" else "script output (last lines):")
+            lines += [f"    {line}" for line in self.output]
         if self.hint:
             lines.append(f"hint: {self.hint}")
         return "\n".join(lines)
@@ -279,8 +290,13 @@ def _case_hint(case: Case) -> str:
     return hint
 
 
+#: Most lines of the script's own output a reproduction keeps (its end).
+OUTPUT_LINES = 20
+
+
 def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,
-              argv: list[str] | tuple[str, ...] = (), cwd: str | None = None) -> Reproduction:
+              argv: list[str] | tuple[str, ...] = (), cwd: str | None = None,
+              show_output: bool = False) -> Reproduction:
     """Run ``script`` as ``__main__`` under ``method`` in an isolated process tree.
 
     Args:
@@ -289,6 +305,7 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
         timeout_s: seconds before the run and its whole process tree are killed (``hang``).
         argv: the script's ``sys.argv[1:]``.
         cwd: directory to run in (default: the current directory).
+        show_output: keep the end of the script's own output on a pass too (a failure keeps it).
 
     Raises:
         FileNotFoundError: ``script`` is not a file.
@@ -330,9 +347,15 @@ def reproduce(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TI
         hint = f"{move}; {hint}" if move and hint else (move or hint)
     return Reproduction(script=str(script), method=resolved, requested=method, verdict=verdict,
                         duration_s=run.wall_s, hint=hint, culprits=[f.to_json() for f in culprits],
+                        output=_output_tail(run.stdout) if verdict.outcome != "pass" or show_output else [],
                         stderr_tail=tail if verdict.outcome != "pass" else [], note=python_note(method),
                         case=case.id if case else None, fix=case.fix if case else None,
                         notebook=notebook, cell=cell if verdict.outcome != "pass" else None)
+
+
+def _output_tail(stdout: str) -> list[str]:
+    """The last :data:`OUTPUT_LINES` non-empty lines of what the script printed."""
+    return [line.rstrip() for line in stdout.splitlines() if line.strip()][-OUTPUT_LINES:]
 
 
 def _culprits(result: Any) -> list[Finding]:
@@ -365,7 +388,8 @@ def _script_case(path: Path) -> Case:
 
 
 def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DEFAULT_TIMEOUT_S,
-                      as_json: bool = False, argv: list[str] | tuple[str, ...] = ()) -> int:
+                      as_json: bool = False, argv: list[str] | tuple[str, ...] = (),
+                      show_output: bool = False) -> int:
     """``harness reproduce``: print the result; return 0 on pass, 1 otherwise.
 
     Raises:
@@ -374,7 +398,7 @@ def reproduce_command(script: Path, method: str = "spawn", timeout_s: float = DE
             the script and its workers were killed.
     """
     try:
-        result = reproduce(script, method=method, timeout_s=timeout_s, argv=argv)
+        result = reproduce(script, method=method, timeout_s=timeout_s, argv=argv, show_output=show_output)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:

@@ -48,7 +48,9 @@ IDLE_CPU_FRACTION = 0.05
 
 @dataclass
 class CellRun:
-    """What launching one cell produced: the raw observation plus measured costs."""
+    """What launching one cell produced: the raw observation plus measured costs, and the end
+    of the cell's standard output (at most :data:`STDOUT_READ_BYTES`; ``harness reproduce``
+    shows it: it is the user's script's own output)."""
 
     observation: Observation
     wall_s: float
@@ -58,6 +60,7 @@ class CellRun:
     workers_seen: int
     leftovers: list[int]
     isolation: str = "fresh"
+    stdout: str = ""
 
 
 class _FreshChild:
@@ -308,6 +311,7 @@ def _collect(child: CellProcess, sampler: TreeSampler, work: _Workdir, wall: flo
         except (OSError, json.JSONDecodeError):
             result = None
     stderr = _read_tail(work.stderr, STDERR_READ_BYTES)
+    stdout = _read_tail(work.stdout, STDOUT_READ_BYTES)
     sampler.absorb(read_peak_reports(work.peaks))
     if isinstance(child, WarmChild):
         sampler.absorb_reaped_cell(child.maxrss)
@@ -321,6 +325,7 @@ def _collect(child: CellProcess, sampler: TreeSampler, work: _Workdir, wall: flo
         workers_seen=len(sampler.workers_seen),
         leftovers=leftovers,
         isolation="fresh" if isinstance(child, _FreshChild) else "warm",
+        stdout=stdout,
     )
 
 
@@ -376,6 +381,8 @@ def launch_cell(spec: CellSpec, *, template: Template | None = None,
 #: Bytes of a cell's stderr the harness reads (the end of it): enough for every traceback the
 #: classifier looks for, bounded when a cell prints gigabytes.
 STDERR_READ_BYTES = 1 << 20
+#: Bytes of a cell's stdout the harness reads (the end of it), for ``harness reproduce``.
+STDOUT_READ_BYTES = 64 << 10
 
 
 def _read_tail(path: Path, limit: int) -> str:

@@ -27,7 +27,8 @@ def test_missing_guard_replayed_as_windows(cli):
     result = json.loads(out)
     assert rc == 1
     assert list(result) == ["script", "method", "outcome", "kind", "root_cause", "duration_s", "hint", "case", "fix",
-                            "note"]
+                            "note", "culprits", "output"]
+    assert result["culprits"] == []  # nothing the loader holds fails: the script lacks its main guard
     assert result["method"] == "spawn"  # Windows' only start method
     assert result["note"] is None  # windows is no Python version
     assert (result["outcome"], result["kind"]) == ("error", "bootstrap")

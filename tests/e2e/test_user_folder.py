@@ -62,3 +62,15 @@ def test_diagnose_from_a_folder_with_shadowing_modules(tmp_path, target):
     proc = _harness(["diagnose", target, "--json"], tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads(proc.stdout)["safe"] is True
+
+
+def test_reproduce_shows_the_scripts_own_output_on_a_failure_and_on_request(tmp_path):
+    (tmp_path / "talks.py").write_text("import sys\nfor i in range(30):\n    print('line', i)\nsys.exit(int(sys.argv[1]))\n")
+    proc = _harness(["reproduce", "talks.py", "--json", "--", "4"], tmp_path)
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert result["output"] == [f"line {i}" for i in range(10, 30)]  # its last 20 lines
+    proc = _harness(["reproduce", "talks.py", "--", "0"], tmp_path)
+    assert proc.returncode == 0 and "line 29" not in proc.stdout
+    proc = _harness(["reproduce", "talks.py", "--output", "--", "0"], tmp_path)
+    assert proc.returncode == 0 and "script output (last lines):\n" in proc.stdout and "    line 29" in proc.stdout
