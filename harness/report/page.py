@@ -23,6 +23,7 @@ from harness.report.views import (
     PLATFORM_TITLES,
     PREDICTED_MARK,
     Notes,
+    breaks_model,
     compat_model,
     cost_model,
     fmt_cost,
@@ -65,6 +66,7 @@ def render_html(matrix: JSONObject, heatmap: str | None = None) -> str:
     return _ENV.get_template("matrix.html.j2").render(
         matrix=matrix,
         compat=compat,
+        breaks=breaks_model(compat),
         views=views,
         cost=cost_model(matrix),
         notes=notes.items,

@@ -35,6 +35,7 @@ __all__ = [
     "PROVENANCE_MARKS",
     "Notes",
     "cell_text",
+    "breaks_model",
     "cell_words",
     "compat_model",
     "contradiction",
@@ -217,6 +218,37 @@ def compat_model(matrix: JSONObject, notes: Notes | None = None) -> JSONObject:
             cells.append(_compat_cell(entry, src, by_runner, notes))
         rows.append({"id": cid, "meta": meta, "family": meta.get("family", "unknown"), "cells": cells})
     return {"platforms": platforms, "rows": rows}
+
+
+#: The platform columns where code that works on Linux up to 3.13 (``fork``) breaks by default.
+BREAKING_PLATFORMS = ("linux-py>=3.14", "macos", "windows")
+#: Outcomes that mean "it breaks there".
+_BROKEN_OUTCOMES = frozenset({"error", "hang", "crash", "wrong"})
+
+
+def breaks_model(compat: JSONObject) -> JSONObject:
+    """What works on Linux up to Python 3.13 and breaks by default elsewhere, from
+    :func:`compat_model`: the cases whose cell passes in the ``linux-py<=3.13`` column and
+    fails in one of :data:`BREAKING_PLATFORMS`, most common first (the most public reports in
+    the case's ``sources``, then the most platforms broken, then the id).
+
+    Returns:
+        ``{"platforms": [platform, ...] (those of BREAKING_PLATFORMS the matrix has),
+        "rows": [{"id", "meta", "family", "cells": [cell|None, ...], "broken": N}]}``, the
+        cells those of :func:`compat_model` for those platforms.
+    """
+    ids = [p["id"] for p in compat["platforms"]]
+    wanted = [i for i, pid in enumerate(ids) if pid in BREAKING_PLATFORMS]
+    linux = ids.index("linux-py<=3.13") if "linux-py<=3.13" in ids else None
+    rows = []
+    for row in compat["rows"]:
+        cells = [row["cells"][i] for i in wanted]
+        broken = sum(1 for c in cells if c is not None and not c.get("broken") and c["outcome"] in _BROKEN_OUTCOMES)
+        base = row["cells"][linux] if linux is not None else None
+        if broken and (base is None or base["outcome"] == "pass"):
+            rows.append({**row, "cells": cells, "broken": broken})
+    rows.sort(key=lambda r: (-len(r["meta"].get("sources") or ()), -r["broken"], r["id"]))
+    return {"platforms": [compat["platforms"][i] for i in wanted], "rows": rows}
 
 
 def _compat_cell(entry: JSONObject, src: JSONObject, by_runner: dict[str, JSONObject], notes: Notes) -> JSONObject:

@@ -100,3 +100,29 @@ def test_every_committed_record_keeps_its_evidence():
         for rec in shard["results"]:
             if rec["outcome"] != "unsupported":
                 assert "evidence" in rec and "classifier" in rec, (path.name, rec["case"], rec["method"])
+
+
+def test_the_page_opens_with_what_breaks_by_default_most_reported_first(matrix):
+    """On the committed observations: every pattern that passes on Linux up to 3.13 and fails by
+    default on Linux 3.14+, macOS or Windows, and no other, heads the page, before the full table."""
+    from harness.report.page import render_html
+    from harness.report.views import breaks_model, compat_model
+
+    compat = compat_model(matrix)
+    breaks = breaks_model(compat)
+    ids = [p["id"] for p in compat["platforms"]]
+    expected = set()
+    for row in compat["rows"]:
+        cells = dict(zip(ids, row["cells"], strict=True))
+        base = cells.get("linux-py<=3.13")
+        if base is not None and base["outcome"] != "pass":
+            continue
+        if any(c is not None and not c.get("broken") and c["outcome"] in ("error", "hang", "crash", "wrong")
+               for pid, c in cells.items() if pid != "linux-py<=3.13"):
+            expected.add(row["id"])
+    assert {r["id"] for r in breaks["rows"]} == expected
+    assert "collate-fn-lambda" in expected and "entry-no-main-guard" in expected
+    reports = [len(r["meta"].get("sources") or ()) for r in breaks["rows"]]
+    assert reports == sorted(reports, reverse=True)
+    page = render_html(matrix)
+    assert page.index('id="breaks"') < page.index('id="default"')
