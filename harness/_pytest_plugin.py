@@ -150,6 +150,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness._policy import PROFILES
     from harness.errors import UsageError
 
+    from harness.guard import EXEMPT_MARKER
+
+    config.addinivalue_line("markers", f"{EXEMPT_MARKER}(reason=None): pytest --check-loaders neither reports nor "
+                            "fails what this test constructs (a test of a deliberately unsafe loader)")
     requested: str | None = config.getoption("start_method", default=None)
     method = None
     if requested:

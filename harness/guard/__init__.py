@@ -16,3 +16,9 @@ construction site, as a ``spawn`` or ``forkserver`` worker start would receive i
 
 The group is internal; its public face is the ``--check-loaders`` option.
 """
+
+__all__ = ["EXEMPT_MARKER"]
+
+#: ``@pytest.mark.no_check_loaders(reason=...)``: what the test constructs is neither reported
+#: nor failing (a test that builds a deliberately unsafe loader, such as a test of the error).
+EXEMPT_MARKER = "no_check_loaders"

@@ -22,10 +22,11 @@ from typing import Any
 
 import pytest
 
+from harness.guard import EXEMPT_MARKER
 from harness.guard.session import Guard
 from harness.guard.summary import failure_text, github_lines, merge_records, record, summary_lines
 
-__all__ = ["GuardPlugin", "LoaderHazardWarning", "OUTSIDE_TESTS"]
+__all__ = ["EXEMPT_MARKER", "GuardPlugin", "LoaderHazardWarning", "OUTSIDE_TESTS"]
 
 class LoaderHazardWarning(UserWarning):
     """A loader or dataset a test built holds something a newer Python will not pickle, or its
@@ -92,7 +93,13 @@ class GuardPlugin:
         report: pytest.TestReport = outcome.get_result()
         if self.guard is None or (report.when == "setup" and report.passed):
             return
+        if item.get_closest_marker(EXEMPT_MARKER) is not None:
+            self.guard.take()  # checked, but neither reported nor failing: the test opted out
+            return
         recs = self._take()
+        if hasattr(report, "wasxfail"):
+            for rec in recs:
+                rec["expected_failure"] = True  # annotated as a warning, not an error
         for rec in recs:
             for f in rec["hazards"]:
                 item.warn(LoaderHazardWarning(f"{rec['site_file']}:{rec['site_line']}: {f['path']} ({f['type']}) "

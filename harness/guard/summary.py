@@ -79,6 +79,7 @@ def merge_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             merged[_key(rec)] = {**rec, "tests": list(rec["tests"])}
         else:
             have["tests"] += [t for t in rec["tests"] if t not in have["tests"]]
+            have["expected_failure"] = bool(have.get("expected_failure") and rec.get("expected_failure"))
     return list(merged.values())
 
 
@@ -174,14 +175,16 @@ def _tests(rec: dict[str, Any], shown: int = 3) -> str:
 
 
 def github_lines(records: list[dict[str, Any]], mode: str) -> list[str]:
-    """One workflow command per finding (``::error``; ``::warning`` in warn mode) and per
-    hazard (``::warning``), at the culprit's definition line, else at the construction site."""
+    """One workflow command per finding (``::error``; ``::warning`` in warn mode, and for a site
+    only ``xfail`` tests built) and per hazard (``::warning``), at the culprit's definition
+    line, else at the construction site."""
     out = []
     for rec in records:
         if rec.get("warning") and not rec["findings"]:
             out.append(github_command("warning", f"{_site(rec)}: {rec['warning']}", "DataLoader worker start: check it",
                                       rec["site_file"], rec["site_line"]))
-        for level, findings in (("warning" if mode == "warn" else "error", rec["findings"]), ("warning", rec["hazards"])):
+        level_of_findings = "warning" if mode == "warn" or rec.get("expected_failure") else "error"
+        for level, findings in ((level_of_findings, rec["findings"]), ("warning", rec["hazards"])):
             for f in findings:
                 file, line = (f["file"], f["line"]) if f.get("file") else (rec["site_file"], rec["site_line"])
                 message = (f"{_headline(rec) if level != 'warning' or not f.get('breaks_on') else _site(rec)}: "
