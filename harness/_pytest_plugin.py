@@ -149,7 +149,6 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness._options import resolve_start_method
     from harness._policy import PROFILES
     from harness.errors import UsageError
-
     from harness.guard import EXEMPT_MARKER
 
     config.addinivalue_line("markers", f"{EXEMPT_MARKER}(reason=None): pytest --check-loaders neither reports nor "
