@@ -22,7 +22,6 @@ so JSON output stays parseable.
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -67,18 +66,14 @@ def memory_limit_bytes(environ: Mapping[str, str] | None = None) -> int | None:
     :data:`DEFAULT_MEMORY_GIB`. Applied only on POSIX (``resource.RLIMIT_AS``).
 
     Raises:
-        UsageError: the variable is not a finite number >= 0 (also a ``ValueError``).
+        UsageError: the variable is out of the bounds of :func:`harness._options.parse_number`
+            (``memory_gib``), not a number, nan or infinite (also a ``ValueError``).
     """
-    raw = (os.environ if environ is None else environ).get(MEMORY_ENV, "").strip()
-    if not raw:
+    from harness._options import env_number
+
+    gib = env_number(MEMORY_ENV, environ)
+    if gib is None:
         gib = DEFAULT_MEMORY_GIB
-    else:
-        try:
-            gib = float(raw)
-        except ValueError:
-            raise UsageError(f"{MEMORY_ENV}={raw!r}: not a number of GiB") from None
-        if not math.isfinite(gib) or gib < 0:
-            raise UsageError(f"{MEMORY_ENV}={raw!r}: must be a finite number >= 0 (0: no bound)")
     return int(gib * (1 << 30)) if gib > 0 else None
 
 

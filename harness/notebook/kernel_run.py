@@ -52,7 +52,11 @@ class NotebookRun:
         except Exception as exc:  # noqa: BLE001 - nbformat raises many kinds for a bad file
             raise UsageError(f"{notebook}: not a notebook nbformat can read: {type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
-        return cls(notebook.resolve(), Path(tempfile.mkdtemp(prefix="harness-notebook-")))
+        from harness.run import containment
+
+        folder = Path(tempfile.mkdtemp(prefix="harness-notebook-"))
+        containment.track_dir(folder)  # removed by the watchdog if this process is killed
+        return cls(notebook.resolve(), folder)
 
     @property
     def state(self) -> Path:
@@ -71,7 +75,10 @@ class NotebookRun:
         except (OSError, ValueError):
             data = {}
         finally:
+            from harness.run import containment
+
             shutil.rmtree(self.folder, ignore_errors=True)
+            containment.untrack_dir(self.folder)
         cell = data.get("cell") if isinstance(data, dict) else None
         return cell if isinstance(cell, int) else None
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import os
 import signal
 import sys
@@ -59,25 +58,21 @@ def case_table(cases: list[Case]) -> dict[str, dict[str, Any]]:
 
 
 def resolve_timeout_scale(value: float | None) -> float:
-    """The timeout multiplier: ``value``, else ``HARNESS_TIMEOUT_SCALE``, else 1.
+    """The timeout multiplier: ``value``, else ``HARNESS_TIMEOUT_SCALE``, else 1; both checked
+    by the one numeric check of :func:`harness._options.parse_number` (its ``timeout_scale``
+    bounds, which the shard schema holds).
 
     Raises:
-        UsageError: not a finite number > 0 (one line naming the option or variable).
+        UsageError: out of bounds, not a number, nan or infinite (one line naming the option or
+            variable).
     """
+    from harness._options import env_number, parse_number
+
     if value is None:
-        text = os.environ.get("HARNESS_TIMEOUT_SCALE", "").strip()
-        if not text:
-            return 1.0
-        try:
-            value = float(text)
-        except ValueError:
-            raise UsageError(f"HARNESS_TIMEOUT_SCALE: not a number: {text!r}") from None
-        where = "HARNESS_TIMEOUT_SCALE"
-    else:
-        where = "--timeout-scale"
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"{where}: must be a finite number > 0, got {value!r}")
-    return float(value)
+        scale = env_number("HARNESS_TIMEOUT_SCALE")
+        return 1.0 if scale is None else float(scale)
+    return float(parse_number(repr(float(value)) if isinstance(value, (int, float)) else str(value),
+                              "timeout_scale", "--timeout-scale"))
 
 
 def _usable_cpus() -> int:
