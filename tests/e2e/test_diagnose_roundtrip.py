@@ -180,7 +180,7 @@ def test_an_itertools_cycle_is_a_hazard_not_a_problem(cli, in_user):
         "case": "dataset-itertools-cycle",
         "fix": "dataset-augment-list",
         "file": "loader_itertools.py",
-        "line": 23,  # class RotatingAugment: an itertools.cycle has no site of its own
+        "line": 26,  # self.augmentations = itertools.cycle(...): where RotatingAugment stores it
         "breaks_on": "3.14",
     }]
     rc, out, _ = cli.main("diagnose", "loader_itertools.py:make_loader")
@@ -190,7 +190,7 @@ def test_an_itertools_cycle_is_a_hazard_not_a_problem(cli, in_user):
     rc, out, _ = cli.main("diagnose", "loader_itertools.py:make_loader", "--format", "github")
     assert rc == 0
     assert out.splitlines() == [
-        "::warning file=loader_itertools.py,line=23,title=Breaks on Python 3.14%3A dataset.augmentations::"
+        "::warning file=loader_itertools.py,line=26,title=Breaks on Python 3.14%3A dataset.augmentations::"
         f"loader_itertools.py:make_loader: dataset.augmentations (itertools.cycle): TypeError: pickles on Python {PY}, "
         "but not on Python 3.14 and later: Python 3.14 removed pickling of itertools iterators (deprecated since "
         "3.12, gh-101588); matches case dataset-itertools-cycle; fix: dataset-augment-list (Dataset keeps its "

@@ -109,7 +109,7 @@ def _set_first(key, value):
         (_set_first("duration_s", -1.0), "schema violation at results/0/duration_s"),
         (_set_first("wall_s", "slow"), "schema violation at results/0/wall_s"),
         (_set_first("worker_peak_rss_bytes", 2**70), "schema violation at results/0/worker_peak_rss_bytes"),
-        # over-long text is clipped on read, not rejected (tests/unit/test_cli_robust.py)
+        # over-long text is clipped on read, not rejected (tests/unit/test_numbers_and_clipping.py)
     ],
 )
 def test_shards_the_schema_alone_let_through_are_rejected(tmp_path, mutate, reason):
