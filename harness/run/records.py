@@ -8,7 +8,10 @@ control failed or whose module did not import.
 
 from __future__ import annotations
 
+import functools
 import math
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -28,7 +31,7 @@ from harness.run.launch import CellRun, Slot, launch_cell
 from harness.run.plan import CellSpec
 from harness.run.warm import Template
 
-__all__ = ["WARNINGS_KEPT", "mark_broken", "record_for", "run_one"]
+__all__ = ["WARNINGS_KEPT", "mark_broken", "missing_module", "record_for", "run_one"]
 
 WARNINGS_KEPT = 20  # distinct warnings a record keeps
 
@@ -77,9 +80,40 @@ def record_for(spec: CellSpec, runner_id: str, verdict: Verdict, run: CellRun | 
     return rec
 
 
+@functools.cache
+def missing_module(name: str) -> str | None:
+    """Why ``name`` does not import with this interpreter, in one line, or ``None`` when it does.
+
+    The import runs in a child interpreter (never in the harness process, which imports no
+    case library and no torch), once per module and process: a library that is installed but
+    built for another torch fails here as it would in the cell.
+    """
+    try:
+        proc = subprocess.run([sys.executable, "-c", f"import {name}"], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, errors="replace", timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"importing {name} failed: {exc}"
+    if proc.returncode == 0:
+        return None
+    last = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+    return clip(last[-1] if last else f"exit status {proc.returncode}", 300)
+
+
+def _unmet(case: Case) -> str | None:
+    """The first ``module:NAME`` precondition of ``case`` that does not hold, as a reason."""
+    for need in case.requires:
+        if need.startswith("module:"):
+            name = need.removeprefix("module:")
+            why = missing_module(name)
+            if why is not None:
+                return f"the case needs module {name}, which does not import here ({why})"
+    return None
+
+
 def run_one(spec: CellSpec, runner_id: str, *, template: Template | None = None,
             stop: threading.Event | None = None, slot: Slot | None = None) -> dict[str, Any]:
-    """Run (or mark ``unsupported``) one cell and return its record.
+    """Run (or mark ``unsupported``, or ``skipped`` for a ``module:NAME`` precondition that
+    does not import) one cell and return its record.
 
     Keyword arguments are those of :func:`launch_cell`.
     """
@@ -88,6 +122,9 @@ def run_one(spec: CellSpec, runner_id: str, *, template: Template | None = None,
         where = f"on {emulating.id}" if emulating else "on this platform"
         verdict = Verdict("unsupported", None, f"start method {spec.method!r} does not exist {where}", "")
         return record_for(spec, runner_id, verdict, None)
+    unmet = _unmet(spec.case)
+    if unmet:
+        return record_for(spec, runner_id, Verdict("skipped", None, unmet, ""), None)
     run = launch_cell(spec, template=template, stop=stop, slot=slot)
     return record_for(spec, runner_id, classify(run.observation), run)
 

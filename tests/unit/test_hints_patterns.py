@@ -13,10 +13,10 @@ the other keys of its declaration, against real observations:
 * object patterns (``type``, ``name``, ``path``, ``within``, ``is``) against what ``diagnose``
   finds in the loaders the catalogue's own bad cases build: each case module's ``run(cell)``
   is called (in one child process) with a cell that takes the ``DataLoader`` handed to
-  ``cell.check`` instead of iterating it, and the loader is diagnosed under ``spawn``. On
-  Linux only: there every such case fails under ``spawn`` as declared (macOS and Windows
-  share tensors through files, so a ``torch.Generator`` survives, and have no ``fork``
-  context for a fork-made ``Value``).
+  ``cell.check`` instead of iterating it, and the loader is diagnosed under ``spawn`` as it is
+  handed over (before the case's own clean-up). On Linux only: there every such case fails
+  under ``spawn`` as declared (macOS and Windows share tensors through files, so a
+  ``torch.Generator`` survives, and have no ``fork`` context for a fork-made ``Value``).
 
 A real observation matched equally well by two cases would be named by case id order alone;
 that is refused too.
@@ -58,13 +58,18 @@ from harness.inspect.diagnose import diagnose
 
 
 class Taken(BaseException):
-    def __init__(self, loader):
-        self.loader = loader
+    def __init__(self, found):
+        self.found = found
 
 class TakingCell:
     method, num_workers, first_batch_s, batches, in_process = "spawn", 2, None, 0, False
     def check(self, loader, expected=None):
-        raise Taken(loader)
+        # diagnosed here, as handed over: the case's own clean-up (a finally that closes a
+        # file) runs only after
+        if not isinstance(loader, DataLoader):
+            raise Taken("handed cell.check something else than a DataLoader")
+        d = diagnose(loader)
+        raise Taken([dataclasses.asdict(f.problem) for f in d.findings + d.hazards])
     iterate = check
 
 def give_up(signum, frame):
@@ -78,11 +83,7 @@ for case_id, module in json.loads(sys.argv[1]).items():
         importlib.import_module(module).run(TakingCell())
         found[case_id] = "built no loader"
     except Taken as taken:
-        if isinstance(taken.loader, DataLoader):
-            d = diagnose(taken.loader)
-            found[case_id] = [dataclasses.asdict(f.problem) for f in d.findings + d.hazards]
-        else:
-            found[case_id] = "handed cell.check something else than a DataLoader"
+        found[case_id] = taken.found
     except BaseException as exc:
         found[case_id] = f"raised {type(exc).__name__}: {exc}"
     finally:
