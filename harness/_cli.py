@@ -331,6 +331,12 @@ def _reproduce(args: argparse.Namespace) -> int:
     )
 
 
+def _lint(args: argparse.Namespace) -> int:
+    from harness.lint.command import lint_command
+
+    return lint_command(args.paths, output_format=args.format, select=args.select, ignore=args.ignore)
+
+
 #: The task function of each subcommand of :data:`harness._options.COMMANDS`.
 _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": _run,
@@ -340,6 +346,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "diagnose": _diagnose,
     "classify": _classify,
     "reproduce": _reproduce,
+    "lint": _lint,
 }
 
 

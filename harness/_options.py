@@ -596,5 +596,30 @@ REPRODUCE = Command(
     epilog="Everything after -- is passed to the script as sys.argv[1:].",
 )
 
+LINT = Command(
+    "lint",
+    "check Python files and notebooks for what a spawn or forkserver worker start cannot take, "
+    "without running them",
+    (
+        Option(
+            ("paths",),
+            "files and folders (.py and .ipynb; default: [tool.harness.lint] paths, else .)",
+            settings={"type": Path, "metavar": "PATH", "nargs": "*"},
+        ),
+        Option(
+            ("--format",),
+            "text (default); json: one object; github: workflow commands; sarif: SARIF 2.1.0",
+            "text",
+            settings={"choices": ("text", "json", "github", "sarif"), "dest": "format"},
+        ),
+        Option(("--json",), "the same as --format json",
+               settings={"action": "store_const", "const": "json", "dest": "format"}),
+        Option(("--select",), "rule codes or prefixes to report, comma-separated (default: all, "
+               "or [tool.harness.lint] select)", settings={"action": "append", "metavar": "CODES"}),
+        Option(("--ignore",), "rule codes or prefixes never reported, comma-separated",
+               settings={"action": "append", "metavar": "CODES"}),
+    ),
+)
+
 #: The subcommands, in ``--help`` order.
-COMMANDS: tuple[Command, ...] = (RUN, REPORT, LIST, EXPLAIN, DIAGNOSE, CLASSIFY, REPRODUCE)
+COMMANDS: tuple[Command, ...] = (RUN, REPORT, LIST, EXPLAIN, DIAGNOSE, CLASSIFY, REPRODUCE, LINT)

@@ -16,7 +16,9 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "collate-fn-toplevel",
-    "matches": {"objects": [{"is": "lambda", "path": "collate_fn*"}]},
+    "matches": {
+        "static": [{"rule": "HL101", "reaches": "collate_fn"}],
+        "objects": [{"is": "lambda", "path": "collate_fn*"}]},
     "sources": [
         "https://github.com/HazyResearch/cartridges/issues/20",
         "https://github.com/vllm-project/guidellm/issues/782",

@@ -14,7 +14,9 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "worker-init-fn-toplevel",
-    "matches": {"objects": [{"type": "function", "path": "worker_init_fn*"}]},
+    "matches": {
+        "static": [{"rule": "HL102", "reaches": "worker_init_fn"}],
+        "objects": [{"type": "function", "path": "worker_init_fn*"}]},
     "sources": [
         "https://github.com/pytorch/pytorch/issues/167429",
         "https://docs.pytorch.org/docs/stable/data.html#multi-process-data-loading",

@@ -11,7 +11,9 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "bootstrap", "forkserver": "bootstrap"},
     "fix": "entry-main-guard",
-    "matches": {"errors": [{"kind": "bootstrap"}]},
+    "matches": {
+        "static": [{"rule": "HL301"}],
+        "errors": [{"kind": "bootstrap"}]},
     "sources": [
         "https://github.com/pytorch/pytorch/issues/46648",
         "https://github.com/pytorch/tutorials/issues/1661",

@@ -20,6 +20,7 @@ CASE = {
     "fix": "dataset-cv2-lazy",
     "requires": ["module:cv2"],
     "matches": {
+        "static": [{"rule": "HL201", "call": "cv2.VideoCapture"}],
         "objects": [{"type": "cv2.*"}],
         "errors": [{"kind": "pickle", "text": r"cannot pickle 'cv2\.\w+' object"}],
     },

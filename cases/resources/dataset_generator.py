@@ -22,6 +22,7 @@ CASE = {
     "expect_when": [{"python": "==3.13", "expect": {"spawn": "pass", "forkserver": "pass"}}],
     "fix": "dataset-file-list",
     "matches": {
+        "static": [{"rule": "HL201", "is": "generator"}],
         "objects": [{"is": "generator"}],
         "errors": [{"kind": "pickle", "text": "cannot pickle 'generator' object"}],
     },

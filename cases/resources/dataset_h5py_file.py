@@ -21,6 +21,7 @@ CASE = {
     "fix": "dataset-h5py-lazy",
     "requires": ["module:h5py"],
     "matches": {
+        "static": [{"rule": "HL201", "call": "h5py.*"}],
         "objects": [{"type": "h5py.*"}],
         "errors": [{"kind": "pickle", "text": "h5py objects cannot be pickled"}],
     },

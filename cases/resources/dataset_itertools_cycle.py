@@ -39,6 +39,7 @@ CASE = {
     ],
     "fix": "dataset-augment-list",
     "matches": {
+        "static": [{"rule": "HL202"}],
         "objects": [{"type": "itertools.*"}],
         "errors": [{"kind": "pickle", "text": r"cannot pickle 'itertools\.\w+' object"}],
     },

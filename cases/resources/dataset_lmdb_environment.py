@@ -21,6 +21,7 @@ CASE = {
     "fix": "dataset-lmdb-lazy",
     "requires": ["module:lmdb"],
     "matches": {
+        "static": [{"rule": "HL201", "call": "lmdb.*"}],
         "objects": [{"type": "Environment"}],
         "errors": [{"kind": "pickle", "text": r"cannot pickle '(lmdb\.\w+\.)?Environment' object"}],
     },

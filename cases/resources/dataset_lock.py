@@ -17,6 +17,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-lock-lazy",
     "matches": {
+        "static": [{"rule": "HL201", "call": "threading.*"}],
         "objects": [{"type": ["_thread.lock", "_thread.RLock"]}],
         "errors": [
             {

@@ -18,7 +18,9 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-logger",
-    "matches": {"objects": [{"within": "logging.Handler"}]},
+    "matches": {
+        "static": [{"rule": "HL201", "call": "logging.*"}],
+        "objects": [{"within": "logging.Handler"}]},
     "sources": [
         "https://github.com/Preston-Landers/concurrent-log-handler/issues/24",
         "https://docs.python.org/3/library/logging.html#thread-safety",

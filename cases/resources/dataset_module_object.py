@@ -17,6 +17,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-module-imported",
     "matches": {
+        "static": [{"rule": "HL201", "is": "module"}],
         "objects": [{"type": "module"}],
         "errors": [{"kind": "pickle", "text": "cannot pickle 'module' object"}],
     },

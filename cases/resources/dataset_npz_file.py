@@ -21,7 +21,9 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "error", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"fork": "worker-exception", "spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-npz-lazy",
-    "matches": {"objects": [{"within": "numpy.lib.npyio.NpzFile"}]},
+    "matches": {
+        "static": [{"rule": "HL201", "call": "numpy.load"}],
+        "objects": [{"within": "numpy.lib.npyio.NpzFile"}]},
     "sources": [
         "https://github.com/numpy/numpy/issues/18124",
         "https://github.com/zju3dv/LoFTR/issues/90",

@@ -17,6 +17,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-open-file-lazy",
     "matches": {
+        "static": [{"rule": "HL201", "is": "open-file"}],
         "objects": [{"is": "open-file"}],
         "errors": [
             {

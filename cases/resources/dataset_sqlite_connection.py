@@ -18,6 +18,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-sqlite-lazy",
     "matches": {
+        "static": [{"rule": "HL201", "is": "sqlite"}],
         "objects": [{"type": "sqlite3.*"}],
         "errors": [{"kind": "pickle", "text": r"cannot pickle 'sqlite3\.\w+' object"}],
     },

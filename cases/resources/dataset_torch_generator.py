@@ -28,6 +28,7 @@ CASE = {
     ],
     "fix": "dataset-torch-generator-seeded",
     "matches": {
+        "static": [{"rule": "HL201", "is": "torch-generator"}],
         "objects": [{"type": "torch._C.Generator"}],
         "errors": [{"text": "unable to resize file"}],
     },

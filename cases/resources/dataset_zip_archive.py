@@ -27,7 +27,9 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "error", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"fork": "worker-exception", "spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-zip-lazy",
-    "matches": {"objects": [{"within": "zipfile.ZipFile"}]},
+    "matches": {
+        "static": [{"rule": "HL201", "call": "zipfile.ZipFile"}],
+        "objects": [{"within": "zipfile.ZipFile"}]},
     "sources": [
         "https://github.com/numpy/numpy/issues/18124",
         "https://github.com/zarr-developers/zarr-python/issues/1218",

@@ -15,6 +15,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-toplevel-def",
     "matches": {
+        "static": [{"rule": "HL101", "scope": "init"}],
         "objects": [{"is": "lambda", "name": "*.__init__.<locals>.*"}],
         "errors": [{"kind": "pickle", "text": r"\.__init__\.<locals>\.<lambda>"}],
     },

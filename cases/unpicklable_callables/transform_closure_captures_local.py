@@ -13,7 +13,9 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-toplevel-class",
-    "matches": {"objects": [{"is": "closure"}]},
+    "matches": {
+        "static": [{"rule": "HL102", "is": "closure"}],
+        "objects": [{"is": "closure"}]},
     "sources": [
         "https://github.com/xingyizhou/CenterNet/issues/649",
         "https://docs.pytorch.org/docs/stable/data.html#platform-specific-behaviors",

@@ -14,6 +14,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-toplevel-def",
     "matches": {
+        "static": [{"rule": "HL101", "scope": "module"}],
         "objects": [{"is": "lambda", "name": "<lambda>"}],
         "errors": [{"kind": "pickle", "text": "Can't pickle <function <lambda> at "}],
     },

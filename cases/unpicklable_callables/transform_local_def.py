@@ -14,6 +14,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-toplevel-def",
     "matches": {
+        "static": [{"rule": "HL102", "is": "local-function"}],
         "objects": [{"is": "local-function"}],
         "errors": [
             {

@@ -15,6 +15,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-nested-class-toplevel",
     "matches": {
+        "static": [{"rule": "HL103", "name": "*.<locals>.[A-Z]*.*"}],
         "objects": [{"is": "local-class", "name": "*.<locals>.[A-Z]*.*"}],
         "errors": [
             {

@@ -16,7 +16,9 @@ CASE = {
     "expect": {"in-process": "pass", "fork": "pass", "spawn": "error", "forkserver": "error"},
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-partial-toplevel",
-    "matches": {"objects": [{"is": "local-function", "within": "functools.partial"}]},
+    "matches": {
+        "static": [{"rule": "HL102", "within": "functools.partial"}],
+        "objects": [{"is": "local-function", "within": "functools.partial"}]},
     "sources": [
         "https://github.com/pytorch/pytorch/issues/167429",
         "https://docs.python.org/3/library/pickle.html#what-can-be-pickled-and-unpickled",

@@ -15,6 +15,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "transform-staticmethod-toplevel-class",
     "matches": {
+        "static": [{"rule": "HL102", "name": "*.<locals>.[A-Z]*.*"}],
         "objects": [{"is": "local-function", "name": "*.<locals>.[A-Z]*.*"}],
         "errors": [
             {

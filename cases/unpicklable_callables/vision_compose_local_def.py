@@ -15,6 +15,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "vision-compose-toplevel",
     "requires": ["module:torchvision"],
+    "matches": {"static": [{"rule": "HL102", "within": "torchvision.transforms.Compose"}]},
     "sources": ["https://github.com/openai/CLIP/issues/151", "https://github.com/xingyizhou/CenterNet/issues/649"],
 }
 

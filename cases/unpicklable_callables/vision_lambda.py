@@ -16,6 +16,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "vision-lambda-toplevel",
     "requires": ["module:torchvision"],
+    "matches": {"static": [{"rule": "HL101", "within": "torchvision.transforms.Lambda"}]},
     "sources": ["https://github.com/openai/CLIP/issues/151", "https://github.com/pytorch/vision/issues/5801"],
 }
 

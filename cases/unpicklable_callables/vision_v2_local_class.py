@@ -16,6 +16,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "vision-v2-toplevel-class",
     "requires": ["module:torchvision"],
+    "matches": {"static": [{"rule": "HL103", "base": "torchvision.transforms.v2.*"}]},
     "sources": [
         "https://github.com/xingyizhou/CenterNet/issues/649",
         "https://docs.pytorch.org/vision/stable/auto_examples/transforms/plot_custom_transforms.html",

@@ -15,6 +15,7 @@ CASE = {
     "expect_kind": {"spawn": "pickle", "forkserver": "pickle"},
     "fix": "dataset-class-toplevel",
     "matches": {
+        "static": [{"rule": "HL103", "reaches": "dataset"}],
         "objects": [{"is": "local-class"}],
         "errors": [
             {

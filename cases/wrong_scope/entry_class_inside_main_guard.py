@@ -13,6 +13,7 @@ CASE = {
     "expect_kind": {"spawn": "main-attribute", "forkserver": "main-attribute"},
     "fix": "dataset-class-toplevel",
     "matches": {
+        "static": [{"rule": "HL302", "is": "local-class"}],
         "errors": [
             {
                 "kind": "main-attribute",

@@ -12,6 +12,7 @@ CASE = {
     "expect_kind": {"spawn": "main-attribute", "forkserver": "main-attribute"},
     "fix": "entry-main-guard",
     "matches": {
+        "static": [{"rule": "HL302", "is": "local-function"}],
         "errors": [
             {
                 "kind": "main-attribute",

@@ -6,6 +6,12 @@ command runs in::
     [tool.harness]
     catalogue = ["harness_cases"]   # directories of case modules, relative to this file
 
+    [tool.harness.lint]             # harness lint
+    select = ["HL"]                 # rule codes or prefixes (default: all)
+    ignore = ["HL202"]
+    paths = ["src", "scripts"]      # what a bare `harness lint` checks (default: ".")
+    exclude = ["tests/fixtures/*"]  # globs of files left out of folders
+
 ``harness run``, ``list``, ``explain`` and ``report`` use the declared catalogue; ``--catalogue
 DIR`` (repeatable) overrides it; with neither, the built-in catalogue runs. The table is checked
 strictly: an unknown key, a value of the wrong type, an empty list (``catalogue = []`` names no
@@ -29,12 +35,31 @@ else:  # pragma: no cover - Python 3.10
 
 from harness.errors import ConfigError
 
-__all__ = ["CONFIG_FILE", "ConfigError", "ProjectConfig", "catalogue_dirs", "load_config"]
+__all__ = ["CONFIG_FILE", "ConfigError", "LintConfig", "ProjectConfig", "catalogue_dirs", "load_config"]
 
 CONFIG_FILE = "pyproject.toml"
 #: Largest ``pyproject.toml`` read, in bytes.
 MAX_CONFIG_BYTES = 4 << 20
-_KEYS = {"catalogue"}
+_KEYS = {"catalogue", "lint"}
+_LINT_KEYS = ("select", "ignore", "paths", "exclude")
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    """The ``[tool.harness.lint]`` settings (each a tuple of strings; empty: not set).
+
+    Attributes:
+        select: rule codes or prefixes to report (empty: all).
+        ignore: rule codes or prefixes never reported.
+        paths: what ``harness lint`` checks when given no path, resolved against the file's
+            directory (empty: the current directory).
+        exclude: :mod:`fnmatch` globs of files left out when walking folders.
+    """
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    paths: tuple[Path, ...] = ()
+    exclude: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +74,7 @@ class ProjectConfig:
 
     path: Path | None = None
     catalogue: tuple[Path, ...] = ()
+    lint: LintConfig = LintConfig()
 
 
 def load_config(directory: Path | None = None) -> ProjectConfig:
@@ -101,7 +127,40 @@ def load_config(directory: Path | None = None) -> ProjectConfig:
     if "catalogue" in table and not value:
         raise ConfigError(f"{where}: 'catalogue' is empty; name at least one directory of case modules, "
                           "or remove the key to use the built-in catalogue")
-    return ProjectConfig(path=path, catalogue=tuple(_resolve(path, v) for v in value))
+    catalogue = tuple(_resolve(path, v) for v in value)
+    return ProjectConfig(path=path, catalogue=catalogue, lint=_lint_table(path, table.get("lint", {})))
+
+
+def _lint_table(path: Path, table: object) -> LintConfig:
+    """``[tool.harness.lint]``, checked strictly.
+
+    Raises:
+        ConfigError: not a table, an unknown key, a value that is not a list of strings, or a
+            rule code that names no rule.
+    """
+    from harness.lint.rules import check_codes
+
+    where = f"{path}: [tool.harness.lint]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table")
+    unknown = sorted(set(table) - set(_LINT_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_LINT_KEYS)})")
+    values: dict[str, tuple[str, ...]] = {}
+    for key in _LINT_KEYS:
+        value = table.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise ConfigError(f"{where}: {key!r} must be a list of strings, got {value!r:.80}")
+        values[key] = tuple(value)
+    try:
+        check_codes(values["select"], f"{where} select")
+        check_codes(values["ignore"], f"{where} ignore")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    paths = tuple(path.parent / p for p in values["paths"])
+    return LintConfig(values["select"], values["ignore"], paths, values["exclude"])
 
 
 def _resolve(path: Path, entry: str) -> Path:

@@ -24,6 +24,14 @@ sensitively (as ``harness run --cases`` matches ids), except ``is``:
 * ``is``: what the walker calls the culprit (:data:`harness.inspect.walker.LABELS`):
   ``lambda``, ``closure``, ``local-function``, ``local-class``, ``open-file``, ...
 
+**Static patterns** (a :class:`harness.lint.analyze.Hit` that ``harness lint`` finds in
+source it never runs): ``rule`` (the rule code, ``HL101``), ``is`` (the walker's label, as
+for objects, and ``main-guard``), ``scope`` (``function``, ``module``, ``main-guard``,
+``notebook``, ``init``), and globs ``reaches`` (``collate_fn``, ``dataset.transform``),
+``within`` (``torchvision.transforms.Compose``), ``call`` (``h5py.File``), ``name`` (the
+qualified name, ``*.<locals>.[A-Z]*.*``) and ``base`` (a class's base,
+``torchvision.transforms.v2.*``).
+
 A declaration without ``path`` is not about the first batch coming back (paths rooted at
 ``batch``), and one without ``is`` is not about user code that raised, or an object that
 pickles but does not load (``is: raised``, ``is: unpickle``): no case of the built-in
@@ -63,10 +71,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from harness.catalogue.discover import Case
     from harness.inspect.walker import Problem
+    from harness.lint.analyze import Hit
 
 __all__ = [
     "ERROR_KEYS",
     "OBJECT_KEYS",
+    "STATIC_KEYS",
     "Declaration",
     "Hints",
     "case_for_error",
@@ -74,12 +84,15 @@ __all__ = [
     "fix_description",
     "matches_error",
     "matches_object",
+    "matches_static",
 ]
 
 #: Keys of an object declaration, the most telling first.
 OBJECT_KEYS = ("within", "path", "name", "type", "is")
 #: Keys of an error declaration, the most telling first.
 ERROR_KEYS = ("text", "kind")
+#: Keys of a static declaration, the most telling first.
+STATIC_KEYS = ("call", "within", "base", "reaches", "name", "scope", "is", "rule")
 #: Problems only a declaration with ``is`` naming them can match.
 _OPT_IN_LABELS = ("raised", "unpickle")
 
@@ -104,6 +117,11 @@ _MATCHERS = {
     "is": _equal,
     "kind": _equal,
     "text": _search,
+    "rule": _equal,
+    "scope": _equal,
+    "reaches": _glob,
+    "call": _glob,
+    "base": _glob,
 }
 
 
@@ -151,6 +169,14 @@ def matches_object(patterns: Mapping[str, Sequence[str]], p: Problem) -> tuple[i
     if p.label in _OPT_IN_LABELS and "is" not in patterns:
         return None
     return _score(patterns, _object_values(p), OBJECT_KEYS)
+
+
+def matches_static(patterns: Mapping[str, Sequence[str]], hit: Hit) -> tuple[int, ...] | None:
+    """How specifically a static declaration matches a lint hit, or ``None``; see :func:`matches_object`."""
+    values = {"rule": (hit.rule,), "is": (hit.label,), "scope": (hit.scope,), "reaches": (hit.reaches,),
+              "within": hit.within, "call": (hit.call,) if hit.call else (), "name": (hit.name,),
+              "base": hit.bases}
+    return _score(patterns, values, STATIC_KEYS)
 
 
 def matches_error(
@@ -227,12 +253,14 @@ class Hints:
         objects: every bad case's object declarations.
         texts: every bad case's error declarations.
         errors: one line per declaration left out (naming the case file and the key).
+        statics: every bad case's static declarations (``harness lint``).
     """
 
     cases: Mapping[str, Case]
     objects: tuple[Declaration, ...]
     texts: tuple[Declaration, ...]
     errors: tuple[str, ...] = ()
+    statics: tuple[Declaration, ...] = ()
 
     @classmethod
     def from_cases(cls, cases: Sequence[Case]) -> Hints:
@@ -243,11 +271,16 @@ class Hints:
         errors: list[str] = []
         objects = _declarations(cases, "objects", errors)
         texts = _declarations(cases, "errors", errors)
-        return cls(by_id, objects, texts, tuple(errors))
+        statics = _declarations(cases, "static", errors)
+        return cls(by_id, objects, texts, tuple(errors), statics)
 
     def case_for_problem(self, p: Problem) -> Case | None:
         """The case whose object declaration matches ``p`` most specifically, or ``None``."""
         return _winner((matches_object(d.patterns, p), d) for d in self.objects)
+
+    def case_for_hit(self, hit: Hit) -> Case | None:
+        """The case whose static declaration matches a lint hit most specifically, or ``None``."""
+        return _winner((matches_static(d.patterns, hit), d) for d in self.statics)
 
     def case_for_error(self, kind: str | None, text: str) -> Case | None:
         """The case whose error declaration matches most specifically, or ``None``.

@@ -1,0 +1,138 @@
+"""How ``harness lint`` prints its findings: ``text``, ``json``, ``github`` and ``sarif``.
+
+* ``text``: ``PATH:LINE:COL: CODE message`` (a notebook: ``PATH:cell N:LINE:COL``), then the
+  case, its fix and where it breaks, indented.
+* ``json``: ``{"findings": [{"path", "line", "column", "cell", "rule", "level", "case", "fix",
+  "breaks", "message"}], "files": N, "errors": [...]}``.
+* ``github``: one workflow command per finding, ``::error file=PATH,line=N,col=C,title=...::...``
+  (``::warning`` for a warning), as GitHub Actions documents them
+  (https://docs.github.com/actions/reference/workflow-commands-for-github-actions); a notebook's
+  finding is attached to the file, its cell and line in the message.
+* ``sarif``: SARIF 2.1.0 (https://docs.oasis-open.org/sarif/sarif/v2.1.0/), one run, the rules
+  in the tool's driver, for GitHub code scanning.
+
+Paths are printed relative to the current directory when they are under it, with ``/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.lint.engine import Finding, LintResult
+from harness.lint.rules import RULES
+
+__all__ = ["FORMATS", "render"]
+
+FORMATS = ("text", "json", "github", "sarif")
+_SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+_HELP = "https://docs.pytorch.org/docs/stable/data.html#platform-specific-behaviors"
+
+
+def _rel(path: Path) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path.as_posix()
+    return Path(rel).as_posix() if not rel.startswith("..") else Path(os.path.abspath(path)).as_posix()
+
+
+def _where(f: Finding) -> str:
+    return f"{_rel(f.path)}:cell {f.cell}:{f.line}:{f.column}" if f.cell else f"{_rel(f.path)}:{f.line}:{f.column}"
+
+
+def _evidence(f: Finding) -> str:
+    if not f.case:
+        return "no catalogue case matches"
+    fix = f"; fix: {f.fix} (harness explain {f.fix})" if f.fix else ""
+    breaks = f"; breaks by default on {f.breaks} (the committed matrix)" if f.breaks else ""
+    return f"case {f.case}{fix}{breaks}"
+
+
+def _text(result: LintResult) -> str:
+    lines = []
+    for f in result.findings:
+        tag = "" if f.level == "error" else " (warning)"
+        lines.append(f"{_where(f)}: {f.rule}{tag} {f.message}")
+        lines.append(f"    {_evidence(f)}")
+    errors = sum(f.level == "error" for f in result.findings)
+    warnings = len(result.findings) - errors
+    lines.append(f"{len(result.findings)} finding(s) ({errors} error(s), {warnings} warning(s)) "
+                 f"in {result.files} file(s)" + (f"; {len(result.errors)} file(s) not checked" if result.errors else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _json(result: LintResult) -> str:
+    doc = {
+        "findings": [{"path": _rel(f.path), "line": f.line, "column": f.column, "cell": f.cell,
+                      "rule": f.rule, "level": f.level, "case": f.case or None, "fix": f.fix or None,
+                      "breaks": f.breaks or None, "message": f.message} for f in result.findings],
+        "files": result.files,
+        "errors": result.errors,
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _github(result: LintResult) -> str:
+    lines = []
+    for f in result.findings:
+        where = f"file={_escape_property(_rel(f.path))}"
+        if f.cell is None:
+            where += f",line={f.line},col={f.column}"
+        title = f"{f.rule} {f.case}" if f.case else f.rule
+        cell = f"cell {f.cell}, line {f.line}: " if f.cell else ""
+        lines.append(f"::{f.level} {where},title={_escape_property(title)}::"
+                     f"{_escape_data(cell + f.message + '. ' + _evidence(f))}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _sarif(result: LintResult) -> str:
+    codes = list(RULES)
+    rules = [{
+        "id": r.code, "name": r.name,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": r.summary},
+        "helpUri": _HELP,
+        "defaultConfiguration": {"level": r.level},
+    } for r in RULES.values()]
+    results: list[dict[str, Any]] = []
+    for f in result.findings:
+        location: dict[str, Any] = {"artifactLocation": {"uri": _rel(f.path), "uriBaseId": "%SRCROOT%"}}
+        if f.cell is None:
+            location["region"] = {"startLine": f.line, "startColumn": f.column}
+        text = (f"cell {f.cell}, line {f.line}: " if f.cell else "") + f"{f.message}. {_evidence(f)}"
+        entry: dict[str, Any] = {
+            "ruleId": f.rule, "ruleIndex": codes.index(f.rule), "level": f.level,
+            "message": {"text": text},
+            "locations": [{"physicalLocation": location}],
+        }
+        if f.case:
+            entry["properties"] = {"case": f.case, "fix": f.fix, "breaks": f.breaks}
+        results.append(entry)
+    doc = {
+        "$schema": _SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "harness-lint", "version": __version__,
+                                "informationUri": _HELP, "rules": rules}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
+            "results": results,
+        }],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def render(result: LintResult, fmt: str) -> str:
+    """``result`` in format ``fmt`` (one of :data:`FORMATS`)."""
+    return {"text": _text, "json": _json, "github": _github, "sarif": _sarif}[fmt](result)
