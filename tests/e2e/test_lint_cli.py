@@ -1,0 +1,337 @@
+"""``harness lint`` as a user runs it: held-out scripts, modules and notebooks (each hazard and
+its safe twin), the output formats, suppressions, configuration, exit codes and bad input.
+
+The expected lines are where the hazard is written in each input below; the expected rule and
+case are what the catalogue observes for that mechanism (a lambda under spawn, a local function,
+a class under the main guard ...), not what the lint happens to print.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+HEADER = "import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
+
+
+def _write(folder: Path, name: str, body: str) -> Path:
+    path = folder / name
+    path.write_text(HEADER + textwrap.dedent(body), encoding="utf-8")
+    return path
+
+
+def _line_of(path: Path, marker: str) -> int:
+    return next(i for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if marker in line)
+
+
+def _lint(cli, *args, cwd):
+    proc = cli("lint", "--json", *args, cwd=cwd)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc, json.loads(proc.stdout)["findings"]
+
+
+# name -> (unsafe source, marker on the culprit's line, rule, case, safe twin)
+HELD_OUT = {
+    "helper_parameter": (
+        """
+        def make_loader(ds, fn):
+            return DataLoader(ds, batch_size=2, num_workers=2, collate_fn=fn)
+
+        def build(ds):
+            return make_loader(ds, lambda batch: batch)  # CULPRIT
+        """,
+        "CULPRIT", "HL101", "collate-fn-lambda",
+        """
+        def collate(batch):
+            return batch
+
+        def make_loader(ds, fn):
+            return DataLoader(ds, batch_size=2, num_workers=2, collate_fn=fn)
+
+        def build(ds):
+            return make_loader(ds, collate)
+        """,
+    ),
+    "stored_by_init": (
+        """
+        class Images(Dataset):
+            def __init__(self, files, augment):
+                self.files = files
+                self.augment = augment
+
+            def __len__(self):
+                return len(self.files)
+
+            def __getitem__(self, i):
+                return self.augment(self.files[i])
+
+        def train(files):
+            def flip(x):  # CULPRIT
+                return x[::-1]
+            return DataLoader(Images(files, flip), num_workers=4)
+        """,
+        "CULPRIT", "HL102", "transform-local-def",
+        """
+        class Images(Dataset):
+            def __init__(self, files, augment):
+                self.files = files
+                self.augment = augment
+
+            def __len__(self):
+                return len(self.files)
+
+            def __getitem__(self, i):
+                return self.augment(self.files[i])
+
+        def flip(x):
+            return x[::-1]
+
+        def train(files):
+            return DataLoader(Images(files, flip), num_workers=4)
+        """,
+    ),
+    "open_in_init": (
+        """
+        class Lines(Dataset):
+            def __init__(self, path, cached=True):
+                if cached:
+                    self.fh = open(path, "rb")  # CULPRIT
+                self.n = 10
+
+            def __len__(self):
+                return self.n
+
+            def __getitem__(self, i):
+                return self.fh.readline()
+        """,
+        "CULPRIT", "HL201", "dataset-open-file",
+        """
+        class Lines(Dataset):
+            def __init__(self, path, cached=True):
+                self.path = path
+                self.fh = None
+                self.n = 10
+
+            def __len__(self):
+                return self.n
+
+            def __getitem__(self, i):
+                if self.fh is None:
+                    self.fh = open(self.path, "rb")
+                return self.fh.readline()
+        """,
+    ),
+    "no_main_guard": (
+        """
+        def collate(batch):
+            return batch
+
+        def main():
+            loader = DataLoader(list(range(8)), num_workers=2, collate_fn=collate)
+            for batch in loader:
+                print(batch)
+
+        main()  # CULPRIT
+        """,
+        "CULPRIT", "HL301", "entry-no-main-guard",
+        """
+        def collate(batch):
+            return batch
+
+        def main():
+            loader = DataLoader(list(range(8)), num_workers=2, collate_fn=collate)
+            for batch in loader:
+                print(batch)
+
+        if __name__ == "__main__":
+            main()
+        """,
+    ),
+    "class_under_guard": (
+        """
+        if __name__ == "__main__":
+            class Numbers(Dataset):  # CULPRIT
+                def __len__(self):
+                    return 8
+
+                def __getitem__(self, i):
+                    return i
+
+            for batch in DataLoader(Numbers(), num_workers=2):
+                print(batch)
+        """,
+        "CULPRIT", "HL302", "entry-class-inside-main-guard",
+        """
+        class Numbers(Dataset):
+            def __len__(self):
+                return 8
+
+            def __getitem__(self, i):
+                return i
+
+        if __name__ == "__main__":
+            for batch in DataLoader(Numbers(), num_workers=2):
+                print(batch)
+        """,
+    ),
+    "partial_of_local": (
+        """
+        import functools
+
+        def run(data):
+            def scale(x, k):  # CULPRIT
+                return x * k
+            return DataLoader(data, num_workers=2, worker_init_fn=None,
+                              collate_fn=functools.partial(scale, k=2))
+        """,
+        "CULPRIT", "HL102", "transform-partial-local",
+        """
+        import functools
+
+        def scale(x, k):
+            return x * k
+
+        def run(data):
+            return DataLoader(data, num_workers=2, collate_fn=functools.partial(scale, k=2))
+        """,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HELD_OUT))
+def test_held_out_hazard_is_flagged_at_its_line_and_its_safe_twin_is_clean(cli, tmp_path, name):
+    unsafe, marker, rule, case, safe = HELD_OUT[name]
+    bad = _write(tmp_path, f"{name}.py", unsafe)
+    good = _write(tmp_path, f"{name}_fixed.py", safe)
+    proc, findings = _lint(cli, bad.name, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert [(f["path"], f["line"], f["rule"], f["case"]) for f in findings] == [
+        (bad.name, _line_of(bad, marker), rule, case)]
+    proc, findings = _lint(cli, good.name, cwd=tmp_path)
+    assert (proc.returncode, findings) == (0, [])
+
+
+NOTEBOOK_CELLS = [
+    ("markdown", "# Training"),
+    ("code", "import torch\nfrom torch.utils.data import DataLoader, Dataset\n%matplotlib inline"),
+    ("code", "class Cells(Dataset):\n    def __len__(self):\n        return 8\n\n    def __getitem__(self, i):\n        return i"),
+    ("markdown", "Now the loader:"),
+    ("code", "loader = DataLoader(Cells(), batch_size=2, num_workers=2)\nnext(iter(loader))"),
+]
+
+
+def _notebook(path: Path, cells) -> Path:
+    nb = {"cells": [{"cell_type": kind, "metadata": {}, "source": text,
+                     **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+                    for kind, text in cells],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path
+
+
+def test_a_notebook_definition_is_located_by_cell_and_line(cli, tmp_path):
+    nb = _notebook(tmp_path / "train.ipynb", NOTEBOOK_CELLS)
+    proc, findings = _lint(cli, nb.name, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert [(f["cell"], f["line"], f["rule"], f["case"]) for f in findings] == [(3, 1, "HL303", "notebook-dataset-class")]
+    # its safe twin imports the class from a module beside the notebook
+    fixed = [c if i != 2 else ("code", "from cells import Cells") for i, c in enumerate(NOTEBOOK_CELLS)]
+    twin = _notebook(tmp_path / "train_fixed.ipynb", fixed)
+    (tmp_path / "cells.py").write_text(HEADER + "class Cells(Dataset):\n    pass\n", encoding="utf-8")
+    assert _lint(cli, twin.name, "cells.py", cwd=tmp_path)[1] == []
+
+
+def test_num_workers_zero_is_a_warning_and_itertools_is_a_hazard(cli, tmp_path):
+    path = _write(tmp_path, "zero.py", """
+        import itertools
+
+        class Cycling(Dataset):
+            def __init__(self, items):
+                self.order = itertools.cycle(items)
+
+        def loader(ds):
+            return DataLoader(ds, collate_fn=lambda b: b)
+        """)
+    proc, findings = _lint(cli, path.name, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert [(f["rule"], f["level"]) for f in findings] == [("HL202", "warning"), ("HL101", "warning")]
+    assert "num_workers=0 here" in findings[1]["message"]
+
+
+def test_suppression_selection_and_configuration(cli, tmp_path):
+    path = _write(tmp_path, "two.py", """
+        def loader(ds):
+            return DataLoader(ds, num_workers=2, collate_fn=lambda b: b)  # harness: ignore[HL101]
+
+        def other(ds):
+            def local(b):
+                return b
+            return DataLoader(ds, num_workers=2, worker_init_fn=local)
+        """)
+    assert [f["rule"] for f in _lint(cli, path.name, cwd=tmp_path)[1]] == ["HL102"]
+    assert _lint(cli, path.name, "--ignore", "HL1", cwd=tmp_path)[1] == []
+    (tmp_path / "pyproject.toml").write_text('[tool.harness.lint]\nselect = ["HL3"]\npaths = ["two.py"]\n')
+    proc, findings = _lint(cli, cwd=tmp_path)
+    assert (proc.returncode, findings) == (0, [])
+
+
+@pytest.mark.parametrize(("args", "config", "says"), [
+    (["nowhere.py"], None, "nowhere.py: no such file or folder"),
+    (["--select", "XY1", "."], None, "--select: 'XY1' is no rule code"),
+    (["."], "[tool.harness.lint]\nselct = []\n", "unknown key 'selct'"),
+    (["."], '[tool.harness.lint]\nignore = ["HL999"]\n', "'HL999' is no rule code"),
+])
+def test_usage_errors_are_one_line_exit_2(cli, tmp_path, args, config, says):
+    if config:
+        (tmp_path / "pyproject.toml").write_text(config)
+    proc = cli("lint", *args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and says in proc.stderr, proc.stderr
+
+
+def test_a_file_that_does_not_parse_is_one_line_and_the_others_are_checked(cli, tmp_path):
+    (tmp_path / "broken.py").write_text("def f(:\n", encoding="utf-8")
+    (tmp_path / "nb.ipynb").write_text("{not json", encoding="utf-8")
+    good = _write(tmp_path, "bad.py", "def run(d):\n    return DataLoader(d, num_workers=2, collate_fn=lambda b: b)\n")
+    proc = cli("lint", "--json", ".", cwd=tmp_path)
+    assert proc.returncode == 1
+    errors = proc.stderr.strip().splitlines()
+    assert len(errors) == 2 and any("broken.py: does not parse (line 1" in e for e in errors) \
+        and any("nb.ipynb: not a notebook" in e for e in errors), errors
+    doc = json.loads(proc.stdout)
+    assert [f["path"] for f in doc["findings"]] == [good.name] and doc["files"] == 1
+
+
+def test_github_and_sarif_outputs(cli, tmp_path):
+    src = tmp_path / "src" / "pkg"
+    src.mkdir(parents=True)
+    path = _write(src, "data.py", "def run(d):\n    return DataLoader(d, num_workers=2, collate_fn=lambda b: b)\n")
+    line = 4
+    proc = cli("lint", "--format", "github", "src", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith(f"::error file=src/pkg/data.py,line={line},col=")
+    assert "title=HL101 collate-fn-lambda::" in proc.stdout
+    proc = cli("lint", "--format", "sarif", "src", cwd=tmp_path)
+    sarif = json.loads(proc.stdout)
+    assert sarif["version"] == "2.1.0"
+    run = sarif["runs"][0]
+    (result,) = run["results"]
+    assert result["ruleId"] == "HL101" and run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "HL101"
+    location = result["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "src/pkg/data.py" and location["region"]["startLine"] == line
+    assert path.is_file()
+
+
+def test_lint_imports_no_torch_and_runs_no_user_code(tmp_path):
+    (tmp_path / "boom.py").write_text("raise SystemExit('user code ran')\nimport torch\n", encoding="utf-8")
+    code = ("import sys\nfrom harness._cli import main\nrc = main(['lint', '--json', 'boom.py'])\n"
+            "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', rc, file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": "/usr/bin:/bin"})
+    assert "NO-TORCH 0" in proc.stderr, proc.stderr
+    assert "user code ran" not in proc.stdout + proc.stderr
