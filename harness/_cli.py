@@ -350,6 +350,10 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+#: Commands that run or load user loaders, and so need PyTorch in this environment.
+_NEEDS_TORCH = frozenset({"run", "diagnose", "reproduce"})
+
+
 def _dispatch(argv: list[str], stdin_closed: bool = False) -> int:
     script_args: list[str] = []
     if "--" in argv and "reproduce" in argv[: argv.index("--")]:  # reproduce SCRIPT ... -- ARGS
@@ -357,6 +361,12 @@ def _dispatch(argv: list[str], stdin_closed: bool = False) -> int:
     args = build_parser().parse_args(argv)
     args.script_args = script_args
     args.stdin_closed = stdin_closed
+    if args.command in _NEEDS_TORCH:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            raise UsageError("PyTorch is not installed in this environment (python -m pip install torch); "
+                             "lint, list, explain, classify and report run without it")
     return _HANDLERS[args.command](args)
 
 
