@@ -364,7 +364,11 @@ def _dispatch(argv: list[str], stdin_closed: bool = False) -> int:
     if args.command in _NEEDS_TORCH:
         import importlib.util
 
-        if importlib.util.find_spec("torch") is None:
+        try:
+            missing = importlib.util.find_spec("torch") is None
+        except (ImportError, ValueError):  # a broken or blocked install
+            missing = True
+        if missing:
             raise UsageError("PyTorch is not installed in this environment (python -m pip install torch); "
                              "lint, list, explain, classify and report run without it")
     return _HANDLERS[args.command](args)

@@ -335,3 +335,55 @@ def test_lint_imports_no_torch_and_runs_no_user_code(tmp_path):
                           env={"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": "/usr/bin:/bin"})
     assert "NO-TORCH 0" in proc.stderr, proc.stderr
     assert "user code ran" not in proc.stdout + proc.stderr
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_readme_example_is_the_sample_project_s_real_output(cli):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ cd tests/data/downstream && harness lint .", 1)[1].split("```", 1)[0]
+    shown = block.splitlines()[1:]
+    proc = cli("lint", ".", cwd=ROOT / "tests" / "data" / "downstream")
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines() == [line for line in shown if line]
+
+
+def test_the_pre_commit_hook_needs_no_torch():
+    """pre-commit installs the hook's repository with its requirements into an environment of
+    its own (https://pre-commit.com/#python): torch must not be one, and the hook runs the lint."""
+    import yaml
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert (hook["id"], hook["entry"], hook["language"]) == ("harness-lint", "harness lint", "python")
+    assert {"python", "jupyter"} <= set(hook["types_or"])
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert not [r for r in requires if r.split(";")[0].strip().lower().startswith("torch")], requires
+
+
+def test_commands_that_run_loaders_say_torch_is_missing(tmp_path):
+    """Without torch, run, diagnose and reproduce are one line, exit 2; lint still works."""
+    blocker = tmp_path / "no_torch"
+    blocker.mkdir()
+    (blocker / "torch.py").write_text("raise ImportError('hidden')\n", encoding="utf-8")
+    code = ("import importlib.abc, sys\n"
+            "class Hide(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'torch' or name.startswith('torch.'):\n"
+            "            raise ModuleNotFoundError(name)\n"
+            "sys.meta_path.insert(0, Hide())\n"
+            "from harness._cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    for args in (["run", "--cases", "collate-fn-lambda"], ["reproduce", "x.py"], ["diagnose", "x:y"]):
+        proc = subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, env=env)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.strip().count("\n") == 0 and "PyTorch is not installed" in proc.stderr, proc.stderr
+    proc = subprocess.run([sys.executable, "-c", code, "lint", str(blocker)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
