@@ -604,7 +604,7 @@ LINT = Command(
         Option(
             ("paths",),
             "files and folders (.py and .ipynb; default: [tool.harness.lint] paths, else .)",
-            settings={"type": Path, "metavar": "PATH", "nargs": "*"},
+            settings={"metavar": "PATH", "nargs": "*"},
         ),
         Option(
             ("--format",),

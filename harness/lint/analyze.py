@@ -77,6 +77,9 @@ GENERATOR_METHODS = frozenset({"iterdir", "glob", "rglob"})
 _SELF_RETURNING = frozenset({"manual_seed"})
 _WORKER_STARTS = ("torch.multiprocessing.spawn", "multiprocessing.spawn", "torch.multiprocessing.start_processes")
 _WORKER_CLASSES = ("Pool", "Process", "ProcessPoolExecutor")
+#: Where a ``Pool`` or ``Process`` of processes comes from (``multiprocessing.dummy`` and
+#: ``ThreadPool`` are threads, which start no interpreter).
+_PROCESS_MODULES = ("multiprocessing", "torch.multiprocessing", "concurrent.futures", "billiard")
 _PICKLING_HOOKS = ("__getstate__", "__reduce__", "__reduce_ex__")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 #: Depth of the value chase (names bound to names bound to calls ...).
@@ -192,17 +195,33 @@ def _names_in(target: ast.expr) -> Iterator[str]:
 
 def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
     """Every node of ``body``, not descending into nested functions, lambdas or classes
-    (their own statements belong to their own scopes; the definitions themselves are yielded)."""
+    (their own statements belong to their own scopes; the definitions themselves are yielded,
+    with their decorators, defaults and bases). Expression contexts (``Load``, ``Store``) are
+    left out. In source order, depth first."""
     todo: list[ast.AST] = list(reversed(body))
+    scopes = (*_FUNCTIONS, ast.ClassDef)
+    pop, extend = todo.pop, todo.extend
     while todo:
-        node = todo.pop()
+        node = pop()
         yield node
-        if isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
-            todo.extend(reversed([*node.decorator_list, *_defaults(node)]))
+        if isinstance(node, scopes):
+            extend(reversed([*node.decorator_list, *_defaults(node)]))
             continue
         if isinstance(node, ast.Lambda):
             continue
-        todo.extend(reversed(list(ast.iter_child_nodes(node))))
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) > 64 and all(
+                isinstance(e, ast.Constant) for e in node.elts):
+            continue  # a data literal: nothing in it can reach a worker
+        children: list[ast.AST] = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                children.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                children.append(value)
+        if children:
+            children.reverse()
+            extend(children)
 
 
 def _defaults(node: ast.AST) -> list[ast.expr]:
@@ -239,10 +258,13 @@ class ModuleAnalysis:
         self.aliases: dict[str, str] = {}
         self.module_imports: set[str] = set()
         self.scope_of: dict[ast.AST, _Scope] = {}
+        #: each scope's own nodes (not those of nested scopes), computed once
+        self.own: dict[ast.AST, list[ast.AST]] = {}
+        self._loader_call: dict[ast.Call, bool] = {}
+        self._calls: list[tuple[ast.Call, _Scope]] | None = None
         self.guarded: set[ast.AST] = set()  # definitions and statements under the main guard
         self.generators: set[ast.AST] = set()
         self._hits: dict[tuple, Hit] = {}
-        self._collect_imports()
         self.module = self._build_scope(tree, None, "module")
         self._mark_guarded()
         self._find_generators()
@@ -256,20 +278,20 @@ class ModuleAnalysis:
 
     # -- names ---------------------------------------------------------------------------------
 
-    def _collect_imports(self) -> None:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        self.aliases[alias.asname] = alias.name
-                        self.module_imports.add(alias.asname)
-                    else:
-                        top = alias.name.split(".")[0]
-                        self.aliases[top] = top
-                        self.module_imports.add(top)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Record what an import statement binds (anywhere in the module: one alias table)."""
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.aliases[alias.asname] = alias.name
+                    self.module_imports.add(alias.asname)
+                else:
+                    top = alias.name.split(".")[0]
+                    self.aliases[top] = top
+                    self.module_imports.add(top)
+        elif node.module and not node.level:
+            for alias in node.names:
+                self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
     def dotted(self, node: ast.AST) -> str:
         """The dotted name of a ``Name``/``Attribute`` chain, imports resolved (``np.load`` is
@@ -291,7 +313,10 @@ class ModuleAnalysis:
                 scope.bind(name, "param", node)
         nested: list[tuple[ast.AST, str]] = []
         # A lambda binds only its parameters (a lambda inside a lambda gets no scope of its own).
-        own = [] if isinstance(node, ast.Lambda) else list(_own_nodes(node.body))  # type: ignore[attr-defined]
+        own = list(ast.walk(node.body)) if isinstance(node, ast.Lambda) else list(_own_nodes(node.body))  # type: ignore[attr-defined]
+        self.own[node] = own
+        if isinstance(node, ast.Lambda):
+            own = []  # a lambda binds only its parameters (a lambda inside one gets no scope)
         for sub in own:
             if isinstance(sub, _FUNCTIONS):
                 scope.bind(sub.name, "def", sub)
@@ -314,6 +339,7 @@ class ModuleAnalysis:
                 for name in _names_in(sub.optional_vars):
                     scope.bind(name, "other", None)
             elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+                self._import(sub)
                 for alias in sub.names:
                     name = (alias.asname or alias.name).split(".")[0]
                     module = isinstance(sub, ast.Import)
@@ -332,12 +358,9 @@ class ModuleAnalysis:
                     self.guarded.add(node)
 
     def _find_generators(self) -> None:
-        for node in ast.walk(self.tree):
-            if isinstance(node, _FUNCTIONS):
-                scope = self.scope_of.get(node)
-                body = list(_own_nodes(node.body))
-                if scope and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in body):
-                    self.generators.add(node)
+        for node, own in self.own.items():
+            if isinstance(node, _FUNCTIONS) and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own):
+                self.generators.add(node)
 
     def _scope_kind(self, binding: _Binding) -> str:
         """Where a definition lives: ``function``, ``main-guard``, ``notebook``, ``module``."""
@@ -440,8 +463,13 @@ class ModuleAnalysis:
                 elif binding.kind == "value":
                     self.chase(binding.node, binding.scope, reaches, workers, within, depth + 1,
                                seen | {expr.id})
-                elif binding.kind == "param" and isinstance(binding.node, _FUNCTIONS):
-                    self._param_reach.setdefault(binding.node, {}).setdefault(expr.id, (reaches, workers))
+                elif binding.kind == "param" and isinstance(binding.node, (*_FUNCTIONS, ast.Lambda)):
+                    if isinstance(binding.node, _FUNCTIONS):
+                        self._param_reach.setdefault(binding.node, {}).setdefault(expr.id, (reaches, workers))
+                    default = self._default_of(binding.node, expr.id)
+                    if default is not None and binding.scope.parent is not None:
+                        self.chase(default, binding.scope.parent, reaches, workers, within, depth + 1,
+                                   seen | {expr.id})
         elif isinstance(expr, ast.Attribute):
             self._chase_member(expr, scope, reaches, workers, within)
         elif isinstance(expr, ast.Call):
@@ -461,6 +489,20 @@ class ModuleAnalysis:
         elif isinstance(expr, (ast.Starred, ast.NamedExpr)):
             self.chase(expr.value, scope, reaches, workers, within, depth + 1, seen)
 
+    @staticmethod
+    def _default_of(func: ast.AST, name: str) -> ast.expr | None:
+        """The default value of parameter ``name`` (evaluated where the function is defined)."""
+        args = func.args  # type: ignore[attr-defined]
+        positional = [*args.posonlyargs, *args.args]
+        offset = len(positional) - len(args.defaults)
+        for i, arg in enumerate(positional):
+            if arg.arg == name and i >= offset:
+                return args.defaults[i - offset]
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=False):
+            if arg.arg == name:
+                return default
+        return None
+
     def _chase_member(self, expr: ast.Attribute, scope: _Scope, reaches: str, workers: str,
                       within: tuple[str, ...]) -> None:
         """``Local.method`` or ``Local.Nested``: a member of a class defined where no worker can
@@ -477,13 +519,22 @@ class ModuleAnalysis:
                 continue
             members: list[ast.AST] = []
             current: ast.AST | None = binding.node
+            lambda_member = False
             for attr in reversed(chain):
                 body = getattr(current, "body", []) if isinstance(current, ast.ClassDef) else []
-                current = next((n for n in body if isinstance(n, (*_FUNCTIONS, ast.ClassDef)) and n.name == attr), None)
-                if current is None:
+                found = next((n for n in body if isinstance(n, (*_FUNCTIONS, ast.ClassDef)) and n.name == attr), None)
+                if found is None and isinstance(current, ast.ClassDef):
+                    # ``collate = lambda b: b`` in a class body: the attribute is that lambda
+                    value = next((n.value for n in body if isinstance(n, ast.Assign) and any(
+                        isinstance(t, ast.Name) and t.id == attr for t in n.targets)), None)
+                    if isinstance(value, ast.Lambda):
+                        self.chase(value, self.scope_of.get(current, scope), reaches, workers, within)
+                        lambda_member = True
                     break
+                current = found
                 members.append(current)
-            self._definition_hit(binding, reaches, within, workers, tuple(members))
+            if not lambda_member:
+                self._definition_hit(binding, reaches, within, workers, tuple(members))
 
     def _callee_bindings(self, call: ast.Call, scope: _Scope) -> list[_Binding]:
         if isinstance(call.func, ast.Name):
@@ -586,23 +637,44 @@ class ModuleAnalysis:
 
     # -- loaders -------------------------------------------------------------------------------
 
-    def _is_loader_call(self, call: ast.Call) -> bool:
-        name = self.dotted(call.func)
-        if name.rsplit(".", 1)[-1].endswith("DataLoader"):
-            return True
-        return any(isinstance(b.node, ast.ClassDef) and self._is_loader_class(b.node)
-                   for b in self._callee_bindings(call, self.module))
+    def _is_loader_call(self, call: ast.Call, scope: _Scope | None = None) -> bool:
+        """A ``DataLoader`` (or subclass) construction: a callee named ``...DataLoader`` that is
+        not bound in the module to something else (a function or a lambda of that name), or a
+        class of the module deriving from one."""
+        known = self._loader_call.get(call)
+        if known is None:
+            name = self.dotted(call.func)
+            bound = self._callee_all(call, scope or self.module)
+            classes = [b.node for b in bound if isinstance(b.node, ast.ClassDef)]
+            if classes:
+                known = any(self._is_loader_class(c) for c in classes)
+            elif bound and all(b.kind in ("def", "value", "param", "other") for b in bound):
+                known = False  # a name of the user's own that shadows the class
+            else:
+                known = name.rsplit(".", 1)[-1].endswith("DataLoader")
+            self._loader_call[call] = known
+        return known
 
-    def _is_loader_class(self, cls: ast.ClassDef) -> bool:
-        return any(self.dotted(base).rsplit(".", 1)[-1].endswith("DataLoader") for base in cls.bases)
+    def _callee_all(self, call: ast.Call, scope: _Scope) -> list[_Binding]:
+        return scope.lookup(call.func.id) if isinstance(call.func, ast.Name) else []
+
+    def _is_loader_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
+        for base in cls.bases:
+            if self.dotted(base).rsplit(".", 1)[-1].endswith("DataLoader"):
+                return True
+            if isinstance(base, ast.Name) and depth < 10:
+                for b in self.module.lookup(base.id):
+                    if isinstance(b.node, ast.ClassDef) and self._is_loader_class(b.node, depth + 1):
+                        return True
+        return False
 
     def workers_of(self, call: ast.Call, scope: _Scope) -> str:
         """``yes``, ``zero`` or ``unknown``: the ``num_workers`` of a loader call."""
         value: ast.AST | None = None
-        for kw in call.keywords:
-            if kw.arg == "num_workers":
-                value = kw.value
-            elif kw.arg is None:
+        for arg, given in self._keywords(call):
+            if arg == "num_workers":
+                value = given
+            elif arg is None:
                 return "unknown"
         if value is None and len(call.args) > _NUM_WORKERS_POSITION:
             value = call.args[_NUM_WORKERS_POSITION]
@@ -619,26 +691,38 @@ class ModuleAnalysis:
                 return self._literal_workers(bound[0].node, bound[0].scope, depth + 1)
         return "unknown"
 
-    def _calls_with_scope(self) -> Iterator[tuple[ast.Call, _Scope]]:
-        """Every call, with the scope its names are looked up in."""
-        for node, scope in self.scope_of.items():
-            subs = ast.walk(node.body) if isinstance(node, ast.Lambda) else _own_nodes(node.body)  # type: ignore[attr-defined]
-            for sub in subs:
-                if isinstance(sub, ast.Call):
-                    yield sub, scope
+    def _calls_with_scope(self) -> list[tuple[ast.Call, _Scope]]:
+        """Every call, with the scope its names are looked up in (computed once)."""
+        if self._calls is None:
+            self._calls = [(sub, self.scope_of[node]) for node, own in self.own.items()
+                           for sub in own if isinstance(sub, ast.Call)]
+        return self._calls
+
+    @staticmethod
+    def _keywords(call: ast.Call) -> Iterator[tuple[str | None, ast.expr]]:
+        """``(name, value)`` of each keyword, a literal ``**{"name": value}`` opened."""
+        for kw in call.keywords:
+            if kw.arg is None and isinstance(kw.value, ast.Dict):
+                for key, value in zip(kw.value.keys, kw.value.values, strict=False):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        yield key.value, value
+                    else:
+                        yield None, value
+            else:
+                yield kw.arg, kw.value
 
     def _loader_arguments(self, call: ast.Call) -> Iterator[tuple[str, ast.expr]]:
         for name, position in DATALOADER_ARGS.items():
-            for kw in call.keywords:
-                if kw.arg == name:
-                    yield name, kw.value
+            for arg, value in self._keywords(call):
+                if arg == name:
+                    yield name, value
             if len(call.args) > position and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
                 yield name, call.args[position]
 
     def _helpers(self) -> None:
         """Which parameters of the module's functions reach a loader argument inside them."""
         for call, scope in self._calls_with_scope():
-            if self._is_loader_call(call):
+            if self._is_loader_call(call, scope):
                 workers = self.workers_of(call, scope)
                 for name, value in self._loader_arguments(call):
                     if isinstance(value, ast.Name):
@@ -649,7 +733,7 @@ class ModuleAnalysis:
     def _loaders(self) -> None:
         calls = list(self._calls_with_scope())
         for call, scope in calls:
-            if self._is_loader_call(call):
+            if self._is_loader_call(call, scope):
                 workers = self.workers_of(call, scope)
                 for name, value in self._loader_arguments(call):
                     self.chase(value, scope, name, workers)
@@ -667,7 +751,7 @@ class ModuleAnalysis:
     # -- Dataset classes -----------------------------------------------------------------------
 
     def _datasets(self) -> list[ast.ClassDef]:
-        classes = [n for n in ast.walk(self.tree) if isinstance(n, ast.ClassDef)]
+        classes = [n for n in self.scope_of if isinstance(n, ast.ClassDef)]
         names: set[str] = set()
         found: list[ast.ClassDef] = []
         changed = True
@@ -765,10 +849,16 @@ class ModuleAnalysis:
         if isinstance(node, ast.Call):
             name = self.dotted(node.func)
             last = name.rsplit(".", 1)[-1]
-            if self._is_loader_call(node):
+            if self._is_loader_call(node, scope):
                 return self.workers_of(node, scope) != "zero"
-            if name in _WORKER_STARTS or last in _WORKER_CLASSES:
+            if name in _WORKER_STARTS:
                 return True
+            if last in _WORKER_CLASSES and not name.startswith("multiprocessing.dummy"):
+                head = name.rpartition(".")[0]
+                resolved = head.split(".")[0] in self.aliases.values() or head in self.aliases.values()
+                if (head.startswith(_PROCESS_MODULES) or name == last and self.aliases.get(last, "").startswith(_PROCESS_MODULES)
+                        or (isinstance(node.func, ast.Attribute) and not resolved)):
+                    return True
             for binding in self._callee_bindings(node, scope):
                 if binding.kind == "def" and funcs.get(binding.node):
                     return True
@@ -776,15 +866,18 @@ class ModuleAnalysis:
 
     def _main_guard(self) -> None:
         funcs: dict[ast.AST, bool] = {}
-        defs = [n for n in ast.walk(self.tree) if isinstance(n, _FUNCTIONS)]
+        calls_of: dict[ast.AST, list[ast.Call]] = {}
+        for call, scope in self._calls_with_scope():
+            if isinstance(scope.node, _FUNCTIONS):
+                calls_of.setdefault(scope.node, []).append(call)
         changed = True
         while changed:
             changed = False
-            for func in defs:
+            for func, calls in calls_of.items():
                 if funcs.get(func):
                     continue
-                scope = self.scope_of.get(func)
-                if scope and any(self._starts_workers(n, scope, funcs) for n in _own_nodes(func.body)):
+                scope = self.scope_of[func]
+                if any(self._starts_workers(c, scope, funcs) for c in calls):
                     funcs[func] = True
                     changed = True
         for stmt in self.tree.body:

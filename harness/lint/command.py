@@ -27,7 +27,7 @@ def _codes(values: Sequence[str] | None, option: str) -> tuple[str, ...]:
         raise UsageError(str(exc)) from None
 
 
-def lint_command(paths: Sequence[Path], *, output_format: str = "text", select: Sequence[str] | None = None,
+def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", select: Sequence[str] | None = None,
                  ignore: Sequence[str] | None = None) -> int:
     """Lint ``paths`` (default: ``[tool.harness.lint] paths``, else ``.``) and print the findings.
 
@@ -50,6 +50,9 @@ def lint_command(paths: Sequence[Path], *, output_format: str = "text", select: 
     from harness.lint.output import render
     from harness.lint.sources import SourceError
 
+    if any(str(p) == "" for p in paths):
+        raise UsageError("an empty path was given (use . for the current folder)")
+    paths = [Path(p) for p in paths]
     config = load_config().lint
     chosen_select = _codes(select, "--select") if select else config.select
     chosen_ignore = _codes(ignore, "--ignore") if ignore else config.ignore

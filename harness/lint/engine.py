@@ -5,25 +5,33 @@ A hit becomes a :class:`Finding` with the case whose ``CASE['matches']['static']
 matches it most specifically (:meth:`harness.inspect.hints.Hints.case_for_hit`), that case's fix,
 and where the committed matrix shows it failing by default (:func:`harness.report.breaks.describe_breaks`).
 
-Suppressions: ``# harness: ignore[HL101]`` (several codes separated by commas) or a bare
-``# harness: ignore`` on the line of the finding.
+Suppressions: ``# harness: ignore[HL101]`` (several codes or prefixes separated by commas) or
+a bare ``# harness: ignore``, in a comment on the line of the finding.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.lint.analyze import Hit, ModuleAnalysis
 from harness.lint.rules import RULES, selected
-from harness.lint.sources import Source, SourceError, iter_files, read_source
+from harness.lint.sources import Source, SourceError, iter_files, read_source, split_lines
 
 __all__ = ["Finding", "LintResult", "lint_paths", "lint_source"]
 
-_SUPPRESS = re.compile(r"#\s*harness:\s*ignore(?:\[([A-Z0-9,\s]*)\])?")
+#: ``# harness: ignore`` or ``# harness: ignore[HL101, HL2]`` (codes or prefixes), in a comment.
+_SUPPRESS = re.compile(r"#\s*harness:\s*ignore(?:\[((?:\s*HL[0-9]{0,3}\s*,?)+)\])?(?![\w\[])")
+#: A module where none of these appear can give no hit (every rule needs a DataLoader, a class
+#: whose base is named ``...Dataset``, or a worker start by name): it is not even parsed (parsing is most of the cost
+#: on a large tree), so a syntax error there goes unreported, as it cannot hide a finding.
+_RELEVANT = re.compile(r"DataLoader|class\s+\w+\s*\([^)]*Dataset\b|"
+                       r"\b(?:spawn|start_processes|Pool|Process|ProcessPoolExecutor)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -73,15 +81,34 @@ class LintResult:
     errors: list[str] = field(default_factory=list)
 
 
-def _suppressed(source: Source, line: int, code: str) -> bool:
-    lines = source.text.splitlines()
-    if not 1 <= line <= len(lines):
-        return False
-    for match in _SUPPRESS.finditer(lines[line - 1]):
-        codes = match.group(1)
-        if codes is None or code in {c.strip() for c in codes.split(",")}:
-            return True
+def _comments(text: str) -> dict[int, list[str]]:
+    """The comments of a module by line (tokenized, so a ``#`` inside a string is no comment)."""
+    out: dict[int, list[str]] = {}
+    if "harness:" not in text:
+        return out
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                out.setdefault(tok.start[0], []).append(tok.string)
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return out
+
+
+def _suppressed(comments: dict[int, list[str]], line: int, code: str) -> bool:
+    for comment in comments.get(line, ()):
+        for match in _SUPPRESS.finditer(comment):
+            codes = match.group(1)
+            if codes is None or any(code.startswith(c.strip()) for c in codes.split(",") if c.strip()):
+                return True
     return False
+
+
+def _column(lines: list[str], line: int, byte_column: int) -> int:
+    """A 1-based character column from :mod:`ast`'s 1-based UTF-8 byte column."""
+    if not 1 <= line <= len(lines):
+        return byte_column
+    return len(lines[line - 1].encode("utf-8")[: byte_column - 1].decode("utf-8", "replace")) + 1
 
 
 def _message(hit: Hit) -> str:
@@ -100,21 +127,30 @@ def lint_source(source: Source, *, select: Sequence[str] = (), ignore: Sequence[
     """
     from harness.report.breaks import describe_breaks
 
+    if source.path.suffix == ".pyi" or not _RELEVANT.search(source.text):  # a stub runs nothing
+        return []
     try:
         tree = ast.parse(source.text, filename=str(source.path))
     except SyntaxError as exc:
-        cell, line = source.locate(exc.lineno or 0)
+        if exc.lineno is None:
+            raise SourceError(f"{source.path}: does not parse ({exc.msg}); not checked") from None
+        cell, line = source.locate(exc.lineno)
         where = f"cell {cell}, line {line}" if cell else f"line {exc.lineno}"
         raise SourceError(f"{source.path}: does not parse ({where}: {exc.msg}); not checked") from None
-    except (ValueError, RecursionError, MemoryError) as exc:
-        raise SourceError(f"{source.path}: does not parse ({type(exc).__name__}); not checked") from None
+    except ValueError as exc:  # a NUL byte
+        raise SourceError(f"{source.path}: does not parse ({exc}); not checked") from None
+    except (RecursionError, MemoryError) as exc:
+        raise SourceError(f"{source.path}: does not parse ({type(exc).__name__}: nested too deeply "
+                          "or too large); not checked") from None
     try:
         hits = ModuleAnalysis(tree, notebook=source.notebook).hits
     except RecursionError:
         raise SourceError(f"{source.path}: nested too deeply to analyse; not checked") from None
     out = []
+    comments = _comments(source.text)
+    lines = split_lines(source.text)
     for hit in hits:
-        if not selected(hit.rule, tuple(select), tuple(ignore)) or _suppressed(source, hit.line, hit.rule):
+        if not selected(hit.rule, tuple(select), tuple(ignore)) or _suppressed(comments, hit.line, hit.rule):
             continue
         case = hints.case_for_hit(hit) if hints is not None else None
         level = RULES[hit.rule].level
@@ -122,7 +158,8 @@ def lint_source(source: Source, *, select: Sequence[str] = (), ignore: Sequence[
             level = "warning"
         cell, line = source.locate(hit.line)
         out.append(Finding(
-            path=source.path, line=line, column=hit.column, cell=cell, rule=hit.rule, level=level,
+            path=source.path, line=line, column=_column(lines, hit.line, hit.column), cell=cell,
+            rule=hit.rule, level=level,
             message=_message(hit), case=case.id if case else "", fix=(case.fix or "") if case else "",
             breaks=describe_breaks(case.id) if case else "", hit=hit))
     return out
@@ -146,14 +183,12 @@ def lint_paths(paths: Iterable[Path], *, select: Sequence[str] = (), ignore: Seq
         from harness.inspect.hints import catalogue_hints
 
         hints = catalogue_hints()
-    paths = list(paths)
-    for given in paths:
-        if not given.exists():
-            raise SourceError(f"{given}: no such file or folder")
+    files = list(iter_files(list(paths), exclude))  # a bad path is an error before anything is read
     result = LintResult()
-    for path in iter_files(paths, exclude):
+    for path in files:
         try:
             source = read_source(path)
+            result.errors.extend(source.problems)
             result.findings.extend(lint_source(source, select=select, ignore=ignore, hints=hints))
         except SourceError as exc:
             result.errors.append(str(exc))

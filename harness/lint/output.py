@@ -53,10 +53,13 @@ def _evidence(f: Finding) -> str:
 
 
 def _text(result: LintResult) -> str:
+    from harness._escape import terminal
+
     lines = []
     for f in result.findings:
         tag = "" if f.level == "error" else " (warning)"
-        lines.append(f"{_where(f)}: {f.rule}{tag} {f.message}")
+        # a file name may hold control characters or escape sequences: shown escaped
+        lines.append(terminal(f"{_where(f)}: {f.rule}{tag} {f.message}", one_line=True))
         lines.append(f"    {_evidence(f)}")
     errors = sum(f.level == "error" for f in result.findings)
     warnings = len(result.findings) - errors
@@ -85,7 +88,7 @@ def _escape_property(text: str) -> str:
 
 
 def _github(result: LintResult) -> str:
-    lines = []
+    lines = [f"::error title=harness lint::{_escape_data(line)}" for line in result.errors]
     for f in result.findings:
         where = f"file={_escape_property(_rel(f.path))}"
         if f.cell is None:
@@ -95,6 +98,17 @@ def _github(result: LintResult) -> str:
         lines.append(f"::{f.level} {where},title={_escape_property(title)}::"
                      f"{_escape_data(cell + f.message + '. ' + _evidence(f))}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _artifact(path: Path) -> dict[str, str]:
+    """A SARIF artifact location: a percent-encoded URI relative to ``%SRCROOT%`` (the current
+    directory) for a file under it, an absolute ``file:`` URI for any other."""
+    from urllib.parse import quote
+
+    rel = _rel(path)
+    if Path(rel).is_absolute():
+        return {"uri": Path(rel).resolve().as_uri()}
+    return {"uri": quote(rel, safe="/"), "uriBaseId": "%SRCROOT%"}
 
 
 def _sarif(result: LintResult) -> str:
@@ -108,7 +122,7 @@ def _sarif(result: LintResult) -> str:
     } for r in RULES.values()]
     results: list[dict[str, Any]] = []
     for f in result.findings:
-        location: dict[str, Any] = {"artifactLocation": {"uri": _rel(f.path), "uriBaseId": "%SRCROOT%"}}
+        location: dict[str, Any] = {"artifactLocation": _artifact(f.path)}
         if f.cell is None:
             location["region"] = {"startLine": f.line, "startColumn": f.column}
         text = (f"cell {f.cell}, line {f.line}: " if f.cell else "") + f"{f.message}. {_evidence(f)}"
@@ -120,12 +134,15 @@ def _sarif(result: LintResult) -> str:
         if f.case:
             entry["properties"] = {"case": f.case, "fix": f.fix, "breaks": f.breaks}
         results.append(entry)
+    notifications = [{"level": "error", "message": {"text": line}} for line in result.errors]
     doc = {
         "$schema": _SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "harness-lint", "version": __version__,
                                 "informationUri": _HELP, "rules": rules}},
+            "invocations": [{"executionSuccessful": not result.errors,
+                             "toolExecutionNotifications": notifications}],
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
             "results": results,
         }],

@@ -295,13 +295,13 @@ def test_usage_errors_are_one_line_exit_2(cli, tmp_path, args, config, says):
 
 
 def test_a_file_that_does_not_parse_is_one_line_and_the_others_are_checked(cli, tmp_path):
-    (tmp_path / "broken.py").write_text("def f(:\n", encoding="utf-8")
+    (tmp_path / "broken.py").write_text("from torch.utils.data import DataLoader\ndef f(:\n", encoding="utf-8")
     (tmp_path / "nb.ipynb").write_text("{not json", encoding="utf-8")
     good = _write(tmp_path, "bad.py", "def run(d):\n    return DataLoader(d, num_workers=2, collate_fn=lambda b: b)\n")
     proc = cli("lint", "--json", ".", cwd=tmp_path)
     assert proc.returncode == 1
     errors = proc.stderr.strip().splitlines()
-    assert len(errors) == 2 and any("broken.py: does not parse (line 1" in e for e in errors) \
+    assert len(errors) == 2 and any("broken.py: does not parse (line 2" in e for e in errors) \
         and any("nb.ipynb: not a notebook" in e for e in errors), errors
     doc = json.loads(proc.stdout)
     assert [f["path"] for f in doc["findings"]] == [good.name] and doc["files"] == 1
@@ -387,3 +387,63 @@ def test_commands_that_run_loaders_say_torch_is_missing(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, "lint", str(blocker)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_hostile_files_are_one_line_each_and_the_rest_is_checked(cli, tmp_path):
+    import os
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    os.mkfifo(folder / "fifo.py")  # read_bytes() would block forever
+    (folder / "zero.py").symlink_to("/dev/zero")  # would never end
+    (folder / "latin.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\nfrom torch.utils.data import DataLoader\n"
+        b"s = '\xe9'\ndef run(d):\n    return DataLoader(d, num_workers=2, collate_fn=lambda b: b)\n")
+    proc = cli("lint", "--json", "d", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 1
+    errors = proc.stderr.strip().splitlines()
+    assert sorted(e.split(": ", 2)[1] for e in errors) == ["d/fifo.py", "d/zero.py"], errors
+    assert all("not a regular file" in e for e in errors)
+    assert [(f["path"], f["line"]) for f in json.loads(proc.stdout)["findings"]] == [("d/latin.py", 5)]
+    proc = cli("lint", "x" * 5000 + ".py", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "cannot be read" in proc.stderr
+    proc = cli("lint", "", cwd=tmp_path)
+    assert proc.returncode == 2 and "empty path" in proc.stderr
+
+
+def test_notebook_ipython_forms_columns_and_suppressions(cli, tmp_path):
+    cells = [
+        ("code", "import torch\nfrom torch.utils.data import DataLoader\nfiles = !ls\nx = %pwd\n%time y = 1"),
+        ("code", "if True:  # really?\n    pass\nz = (10\n     % 3)"),
+        ("code", "%%time\nloader = DataLoader([1], num_workers=2, collate_fn=lambda b: b)"),
+        ("code", "%%bash\necho not python"),
+        ("code", "broken = (1,"),
+        ("code", 's = "é"; DataLoader([1], num_workers=2, collate_fn=lambda b: b)'),
+    ]
+    nb = _notebook(tmp_path / "n.ipynb", cells)
+    proc, findings = _lint(cli, nb.name, cwd=tmp_path)
+    # columns count characters (ast counts UTF-8 bytes: the "é" is two)
+    last = cells[5][1]
+    assert [(f["cell"], f["line"], f["column"]) for f in findings] == [
+        (3, 2, cells[2][1].splitlines()[1].index("lambda") + 1), (6, 1, last.index("lambda") + 1)], findings
+    assert "cell 5 does not parse" in proc.stderr and proc.stderr.count("\n") == 1
+    src = tmp_path / "ff.py"
+    src.write_text("from torch.utils.data import DataLoader\n\x0c\n"
+                   "def run(d):\n    x = '# harness: ignore'; DataLoader(d, num_workers=2, collate_fn=lambda b: b)\n"
+                   "    return DataLoader(d, num_workers=2, collate_fn=lambda b: b)  # harness: ignore[HL1]\n",
+                   encoding="utf-8")
+    assert [f["line"] for f in _lint(cli, src.name, cwd=tmp_path)[1]] == [4]
+
+
+def test_the_sarif_passes_the_reference_validator(cli, tmp_path):
+    import shutil
+
+    tool = shutil.which("sarif-multitool")
+    if tool is None:
+        pytest.skip("the reference SARIF validator is not installed (npm install @microsoft/sarif-multitool)")
+    (tmp_path / "sp ace").mkdir()
+    _write(tmp_path / "sp ace", "b%41.py", "def run(d):\n    return DataLoader(d, num_workers=2, collate_fn=lambda b: b)\n")
+    out = tmp_path / "out.sarif"
+    out.write_text(cli("lint", "--format", "sarif", ".", cwd=tmp_path).stdout, encoding="utf-8")
+    proc = subprocess.run([tool, "validate", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "error" not in proc.stdout.lower().replace("0 error", ""), proc.stdout
