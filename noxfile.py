@@ -103,6 +103,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks: catalogue wall time against its floor, and the diagnose walker's cost."""
+    """Benchmarks: catalogue wall time against its floor, the diagnose walker's cost, the pytest
+    guard's cost, and harness lint against TorchFix on the installed torch package."""
     _install(session, "test")
+    session.install("torchfix")
     session.run("python", "-m", "benchmarks", *session.posargs)

@@ -397,6 +397,18 @@ def _table(result: dict) -> None:
             gt.add_row("harness diagnose: 4 targets against 1", f"{d['one_s']:.2f}", f"{d['four_s']:.2f}",
                        f"{d['ratio']:.3f}", f"<= {guard['diagnose_target_ratio']}")
         console.print(gt)
+    lint = result.get("lint")
+    if lint:
+        lt = Table(title=f"harness lint on {lint['files']} files ({lint['tree']})")
+        for column in ("tool", "s (median)", "files/s", "target"):
+            lt.add_column(column, justify="right" if column != "tool" else "left")
+        lt.add_row("harness lint", f"{lint['lint_s']:.2f}", f"{lint['lint_files_per_s']:.0f}", f"<= {lint['target_s']:g} s")
+        if lint["torchfix_s"] is not None:
+            lt.add_row("torchfix", f"{lint['torchfix_s']:.2f}", f"{lint['torchfix_files_per_s']:.0f}",
+                       f"ratio {lint['ratio']:.3f} <= {lint['target_ratio']:g}")
+        else:
+            lt.add_row("torchfix", "not installed", "", "pip install torchfix")
+        console.print(lt)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -409,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None, help="parallel cells (default: usable cores)")
     parser.add_argument("--skip-diagnose", action="store_true", help="skip the diagnose benchmark")
     parser.add_argument("--skip-guard", action="store_true", help="skip the pytest --check-loaders benchmark")
+    parser.add_argument("--skip-lint", action="store_true", help="skip the harness lint benchmark")
     parser.add_argument("--out", type=Path, default=Path("reports/bench.json"))
     parser.add_argument("harness_args", nargs="*", help="after --: harness run selection, e.g. --cases 'transform-*'")
     args = parser.parse_args(argv)
@@ -425,6 +438,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_guard:
         result["guard"] = _guard_benchmark()
         result["ok"] = bool(result["ok"] and result["guard"]["ok"])
+    if not args.skip_lint:
+        from benchmarks import bench_lint
+
+        lint = result["lint"] = bench_lint.run_benchmark()
+        lint["ok"] = lint["lint_s"] <= lint["target_s"] and (lint["ratio"] is None or lint["ratio"] <= lint["target_ratio"])
+        result["ok"] = bool(result["ok"] and lint["ok"])
     from harness.shard.format import write_json_atomic
 
     write_json_atomic(args.out, result)

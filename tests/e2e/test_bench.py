@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_bench_writes_consistent_figures(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--repeat", "1", "--skip-diagnose", "--skip-guard", "--out", str(out), "--",
+        [sys.executable, "-m", "benchmarks", "--repeat", "1", "--skip-diagnose", "--skip-guard", "--skip-lint", "--out", str(out), "--",
          "--catalogue", str(ROOT / "tests" / "fixture_cases"), "--cases", "fixture-good",
          "--start-method", "in-process", "fork"],
         capture_output=True, text=True, cwd=ROOT, timeout=300,
