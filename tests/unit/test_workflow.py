@@ -154,6 +154,7 @@ INPUTS = {  # name: (type, default)
     "torch-index-url": ("string", CPU_INDEX),
     "harness-requirement": ("string", ""),
     "install": ("string", ""),
+    "lint": ("string", ""),
     "timeout-scale": ("string", '{"Linux": 1, "macOS": 2, "Windows": 2}'),
     "timeout-minutes": ("number", 90),
     "artifact-prefix": ("string", "harness"),
@@ -638,7 +639,11 @@ def test_hygiene(path):
         if step["uses"].startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
     for job_id, job in wf["jobs"].items():
-        assert "permissions" not in job or job["permissions"] in ({}, {"contents": "read"}), job_id
+        uploads_sarif = any(st.get("uses", "").startswith("github/codeql-action/upload-sarif@")
+                            for st in job.get("steps", []))
+        allowed = ({}, {"contents": "read"}) + (({"contents": "read", "security-events": "write"},)
+                                                 if uploads_sarif else ())
+        assert "permissions" not in job or job["permissions"] in allowed, job_id
         if "uses" in job:  # a called workflow: this repository's own, at this commit
             assert job["uses"].startswith("./.github/workflows/"), job_id
             assert (ROOT / job["uses"]).is_file(), job_id
@@ -829,3 +834,20 @@ def test_tox_reads_the_same_environments(tox, pyproject_pythons):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     got = dict(re.findall(r"^\[testenv:(\S+)\]\nbase_python = (\S+)$", proc.stdout, flags=re.M))
     assert got == {f"tests-{py}": py for py in pyproject_pythons}, proc.stdout
+
+
+def test_reusable_lint_job(reusable):
+    """The lint job installs the harness without torch, writes SARIF and annotations, uploads
+    the SARIF to code scanning, and is the one job granted ``security-events: write``."""
+    job = reusable["jobs"]["lint"]
+    assert job["if"] == "${{ inputs.lint != '' }}"
+    assert job["permissions"] == {"contents": "read", "security-events": "write"}
+    others = [j for name, j in reusable["jobs"].items() if name != "lint"]
+    assert all("security-events" not in (j.get("permissions") or {}) for j in others)
+    install = _step(job, "pip install")
+    assert "torch" not in install["run"].replace("no torch", "")
+    lint = _step(job, "harness lint")
+    assert lint["env"]["LINT_PATHS"] == "${{ inputs.lint }}"
+    assert "--format sarif" in lint["run"] and "--format github" in lint["run"]
+    upload = next(st for st in job["steps"] if st.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
+    assert upload["with"]["sarif_file"] == "${{ runner.temp }}/harness-lint.sarif"
