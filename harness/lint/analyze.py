@@ -5,7 +5,7 @@ Pure :mod:`ast`: no user code is imported or run, and nothing imports torch. One
 
 * **values that reach a worker** (rules ``HL101`` to ``HL103``, ``HL302``, ``HL303``). Every
   ``DataLoader(...)`` call (any callee whose name ends in ``DataLoader``, so subclasses and
-  ``torch.utils.data.DataLoader`` alike) has its ``dataset``, ``collate_fn`` and
+  ``torch.utils.data.DataLoader`` alike, and ``super().__init__(...)`` in a subclass) has its ``dataset``, ``collate_fn`` and
   ``worker_init_fn`` arguments followed (the sampler stays in the parent process): through names bound in the
   enclosing scopes, through constructor calls (the arguments a Dataset class's ``__init__``
   stores as ``self.NAME`` reach ``dataset.NAME``; a library class such as
@@ -232,6 +232,11 @@ def _defaults(node: ast.AST) -> list[ast.expr]:
     return []
 
 
+def _unsubscripted(base: ast.expr) -> ast.expr:
+    """``Dataset`` for a generic base ``Dataset[T]``."""
+    return base.value if isinstance(base, ast.Subscript) else base
+
+
 def _params(args: ast.arguments) -> list[str]:
     names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
     if args.vararg:
@@ -264,7 +269,7 @@ class ModuleAnalysis:
         self._calls: list[tuple[ast.Call, _Scope]] | None = None
         self.guarded: set[ast.AST] = set()  # definitions and statements under the main guard
         self.generators: set[ast.AST] = set()
-        self._hits: dict[tuple, Hit] = {}
+        self._hits: dict[tuple[str, int, int, str], Hit] = {}
         self.module = self._build_scope(tree, None, "module")
         self._mark_guarded()
         self._find_generators()
@@ -442,7 +447,7 @@ class ModuleAnalysis:
         return False
 
     def chase(self, expr: ast.AST | None, scope: _Scope, reaches: str, workers: str,
-              within: tuple[str, ...] = (), depth: int = 0, seen: frozenset = frozenset()) -> None:
+              within: tuple[str, ...] = (), depth: int = 0, seen: frozenset[object] = frozenset()) -> None:
         """Follow ``expr`` (a value that reaches a worker as ``reaches``) to what it is made of."""
         if expr is None or depth > _MAX_DEPTH:
             return
@@ -492,15 +497,17 @@ class ModuleAnalysis:
     @staticmethod
     def _default_of(func: ast.AST, name: str) -> ast.expr | None:
         """The default value of parameter ``name`` (evaluated where the function is defined)."""
-        args = func.args  # type: ignore[attr-defined]
+        if not isinstance(func, (*_FUNCTIONS, ast.Lambda)):
+            return None
+        args = func.args
         positional = [*args.posonlyargs, *args.args]
         offset = len(positional) - len(args.defaults)
         for i, arg in enumerate(positional):
             if arg.arg == name and i >= offset:
                 return args.defaults[i - offset]
-        for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=False):
-            if arg.arg == name:
-                return default
+        for kwarg, kwdefault in zip(args.kwonlyargs, args.kw_defaults, strict=False):
+            if kwarg.arg == name:
+                return kwdefault
         return None
 
     def _chase_member(self, expr: ast.Attribute, scope: _Scope, reaches: str, workers: str,
@@ -532,7 +539,8 @@ class ModuleAnalysis:
                         lambda_member = True
                     break
                 current = found
-                members.append(current)
+                if found is not None:
+                    members.append(found)
             if not lambda_member:
                 self._definition_hit(binding, reaches, within, workers, tuple(members))
 
@@ -542,7 +550,7 @@ class ModuleAnalysis:
         return []
 
     def _chase_call(self, call: ast.Call, scope: _Scope, reaches: str, workers: str,
-                    within: tuple[str, ...], depth: int, seen: frozenset) -> None:
+                    within: tuple[str, ...], depth: int, seen: frozenset[object]) -> None:
         name = self.dotted(call.func)
         bindings = self._callee_bindings(call, scope)
         if name == "functools.partial":
@@ -586,7 +594,7 @@ class ModuleAnalysis:
         return out
 
     def _chase_init(self, cls: ast.ClassDef, call: ast.Call, scope: _Scope, reaches: str, workers: str,
-                    within: tuple[str, ...], depth: int, seen: frozenset) -> None:
+                    within: tuple[str, ...], depth: int, seen: frozenset[object]) -> None:
         init = next((n for n in cls.body if isinstance(n, _FUNCTIONS) and n.name == "__init__"), None)
         if init is None or any(isinstance(n, _FUNCTIONS) and n.name in _PICKLING_HOOKS for n in cls.body):
             return
@@ -619,7 +627,7 @@ class ModuleAnalysis:
         return out
 
     def _chase_returns(self, func: ast.AST, call: ast.Call, scope: _Scope, reaches: str, workers: str,
-                       within: tuple[str, ...], depth: int, seen: frozenset) -> None:
+                       within: tuple[str, ...], depth: int, seen: frozenset[object]) -> None:
         """A call of one of the module's functions: its result holds the arguments of the
         parameters its ``return`` statements use, and what those statements make."""
         assert isinstance(func, _FUNCTIONS)
@@ -642,6 +650,12 @@ class ModuleAnalysis:
         not bound in the module to something else (a function or a lambda of that name), or a
         class of the module deriving from one."""
         known = self._loader_call.get(call)
+        if known is None and self._is_super_init(call) and scope is not None:
+            # super().__init__(dataset, collate_fn=...) in a DataLoader subclass's method
+            owner = scope.parent if scope.kind == "function" else None
+            known = bool(owner and owner.kind == "class" and isinstance(owner.node, ast.ClassDef)
+                         and self._is_loader_class(owner.node))
+            self._loader_call[call] = known
         if known is None:
             name = self.dotted(call.func)
             bound = self._callee_all(call, scope or self.module)
@@ -655,11 +669,18 @@ class ModuleAnalysis:
             self._loader_call[call] = known
         return known
 
+    @staticmethod
+    def _is_super_init(call: ast.Call) -> bool:
+        func = call.func
+        return (isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Call)
+                and isinstance(func.value.func, ast.Name) and func.value.func.id == "super")
+
     def _callee_all(self, call: ast.Call, scope: _Scope) -> list[_Binding]:
         return scope.lookup(call.func.id) if isinstance(call.func, ast.Name) else []
 
     def _is_loader_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
         for base in cls.bases:
+            base = _unsubscripted(base)
             if self.dotted(base).rsplit(".", 1)[-1].endswith("DataLoader"):
                 return True
             if isinstance(base, ast.Name) and depth < 10:
@@ -740,7 +761,7 @@ class ModuleAnalysis:
         # helper functions: make_loader(ds, lambda b: b)
         for call, scope in calls:
             for binding in self._callee_bindings(call, scope):
-                reach = self._param_reach.get(binding.node) if binding.kind == "def" else None
+                reach = self._param_reach.get(binding.node) if binding.kind == "def" and binding.node else None
                 if not reach or binding.node is None:
                     continue
                 for param, arg in self._bound_arguments(binding.node, call, skip_self=False).items():
@@ -761,7 +782,7 @@ class ModuleAnalysis:
                 if cls in found:
                     continue
                 for base in cls.bases:
-                    dotted = self.dotted(base)
+                    dotted = self.dotted(_unsubscripted(base))
                     last = dotted.rsplit(".", 1)[-1]
                     if (last.endswith("Dataset") and not last.endswith("DataLoader")) or dotted in names:
                         found.append(cls)
@@ -860,7 +881,7 @@ class ModuleAnalysis:
                         or (isinstance(node.func, ast.Attribute) and not resolved)):
                     return True
             for binding in self._callee_bindings(node, scope):
-                if binding.kind == "def" and funcs.get(binding.node):
+                if binding.kind == "def" and binding.node is not None and funcs.get(binding.node):
                     return True
         return False
 

@@ -52,11 +52,11 @@ def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", se
 
     if any(str(p) == "" for p in paths):
         raise UsageError("an empty path was given (use . for the current folder)")
-    paths = [Path(p) for p in paths]
+    given = [Path(p) for p in paths]
     config = load_config().lint
     chosen_select = _codes(select, "--select") if select else config.select
     chosen_ignore = _codes(ignore, "--ignore") if ignore else config.ignore
-    targets = list(paths) or list(config.paths) or [Path(".")]
+    targets = given or list(config.paths) or [Path(".")]
     try:
         result = lint_paths(targets, select=chosen_select, ignore=chosen_ignore, exclude=config.exclude)
     except SourceError as exc:

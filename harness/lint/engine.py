@@ -18,10 +18,14 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.lint.analyze import Hit, ModuleAnalysis
 from harness.lint.rules import RULES, selected
 from harness.lint.sources import Source, SourceError, iter_files, read_source, split_lines
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.inspect.hints import Hints
 
 __all__ = ["Finding", "LintResult", "lint_paths", "lint_source"]
 
@@ -119,7 +123,7 @@ def _message(hit: Hit) -> str:
 
 
 def lint_source(source: Source, *, select: Sequence[str] = (), ignore: Sequence[str] = (),
-                hints=None) -> list[Finding]:
+                hints: Hints | None = None) -> list[Finding]:
     """The findings in one source.
 
     Raises:
@@ -166,7 +170,7 @@ def lint_source(source: Source, *, select: Sequence[str] = (), ignore: Sequence[
 
 
 def lint_paths(paths: Iterable[Path], *, select: Sequence[str] = (), ignore: Sequence[str] = (),
-               exclude: Sequence[str] = (), hints=None) -> LintResult:
+               exclude: Sequence[str] = (), hints: Hints | None = None) -> LintResult:
     """Lint every ``.py`` and ``.ipynb`` file under ``paths``.
 
     Args:

@@ -179,6 +179,51 @@ HELD_OUT = {
                 print(batch)
         """,
     ),
+    "generic_loader_subclass": (
+        """
+        from typing import Generic, TypeVar
+
+        T = TypeVar("T")
+
+        class BatchLoader(DataLoader[T], Generic[T]):
+            def __init__(self, data, workers=2):
+                super().__init__(data, num_workers=workers, collate_fn=lambda batch: batch[0])  # CULPRIT
+        """,
+        "CULPRIT", "HL101", "collate-fn-lambda",
+        """
+        from typing import Generic, TypeVar
+
+        T = TypeVar("T")
+
+        def first(batch):
+            return batch[0]
+
+        class BatchLoader(DataLoader[T], Generic[T]):
+            def __init__(self, data, workers=2):
+                super().__init__(data, num_workers=workers, collate_fn=first)
+        """,
+    ),
+    "generic_dataset_base": (
+        """
+        from typing import TypeVar
+
+        T = TypeVar("T")
+
+        class Shards(Dataset[T]):
+            def __init__(self, index):
+                self.index = open(index)  # CULPRIT
+        """,
+        "CULPRIT", "HL201", "dataset-open-file",
+        """
+        from typing import TypeVar
+
+        T = TypeVar("T")
+
+        class Shards(Dataset[T]):
+            def __init__(self, index):
+                self.index = index
+        """,
+    ),
     "partial_of_local": (
         """
         import functools
