@@ -48,8 +48,8 @@ __all__ = ["DATALOADER_ARGS", "Hit", "ModuleAnalysis", "RESOURCE_CALLS"]
 #: DataLoader parameters whose value is pickled into every worker, with their positions in
 #: ``torch.utils.data.DataLoader.__init__`` (torch 2.x). The sampler and batch sampler stay in
 #: the parent (``_MultiProcessingDataLoaderIter`` sends the workers the dataset, the collate
-#: function and the ``worker_init_fn``, and the indices through queues): the catalogue's
-#: ``sampler-local-class`` passes under every start method.
+#: function and the ``worker_init_fn``, and the indices through queues): the catalogue's case
+#: of a sampler class defined in a function passes under every start method.
 DATALOADER_ARGS = {"dataset": 0, "collate_fn": 6, "worker_init_fn": 10}
 _NUM_WORKERS_POSITION = 5
 
