@@ -144,6 +144,7 @@ def _sarif(result: LintResult) -> str:
             "invocations": [{"executionSuccessful": not result.errors,
                              "toolExecutionNotifications": notifications}],
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().resolve().as_uri() + "/"}},
+            "columnKind": "unicodeCodePoints",  # columns count characters, not UTF-16 units
             "results": results,
         }],
     }
