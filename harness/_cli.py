@@ -334,7 +334,8 @@ def _reproduce(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     from harness.lint.command import lint_command
 
-    return lint_command(args.paths, output_format=args.format, select=args.select, ignore=args.ignore)
+    return lint_command(args.paths, output_format=args.format, select=args.select, ignore=args.ignore,
+                        fix=args.fix, diff=args.diff)
 
 
 #: The task function of each subcommand of :data:`harness._options.COMMANDS`.

@@ -618,6 +618,10 @@ LINT = Command(
                "or [tool.harness.lint] select)", settings={"action": "append", "metavar": "CODES"}),
         Option(("--ignore",), "rule codes or prefixes never reported, comma-separated",
                settings={"action": "append", "metavar": "CODES"}),
+        Option(("--fix",), "rewrite the .py files where a fix is proven (HL101, HL102, HL103, "
+               "HL301, HL302), then report what is left", settings={"action": "store_true"}),
+        Option(("--diff",), "print the fixes as a unified diff and write nothing (exit 1 when "
+               "there is one)", settings={"action": "store_true"}),
     ),
 )
 

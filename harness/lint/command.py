@@ -28,7 +28,7 @@ def _codes(values: Sequence[str] | None, option: str) -> tuple[str, ...]:
 
 
 def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", select: Sequence[str] | None = None,
-                 ignore: Sequence[str] | None = None) -> int:
+                 ignore: Sequence[str] | None = None, fix: bool = False, diff: bool = False) -> int:
     """Lint ``paths`` (default: ``[tool.harness.lint] paths``, else ``.``) and print the findings.
 
     Args:
@@ -36,9 +36,14 @@ def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", se
         output_format: one of :data:`harness.lint.output.FORMATS`.
         select, ignore: rule codes or prefixes (comma-separated or repeated); they replace
             the configuration's.
+        fix: first rewrite what :mod:`harness.lint.fix` can prove (:mod:`harness.lint.rewrite`),
+            saying on stderr what was fixed and why the rest was not; then lint what is left.
+        diff: print the fixes as a unified diff on stdout and write nothing; the exit code is 1
+            when there is a diff (or a file could not be read), else 0.
 
     Returns:
-        The exit code (0, 1, or 2 for a path that does not exist).
+        The exit code (0, 1, or 2 for a path that does not exist). With ``fix``: 1 when
+        findings remain.
 
     Raises:
         UsageError: an unknown rule code.
@@ -57,17 +62,45 @@ def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", se
     chosen_select = _codes(select, "--select") if select else config.select
     chosen_ignore = _codes(ignore, "--ignore") if ignore else config.ignore
     targets = given or list(config.paths) or [Path(".")]
+    if fix and diff:
+        raise UsageError("--fix and --diff: choose one (--diff shows what --fix would write)")
+    if fix or diff:
+        from harness.lint.rewrite import rewrite_paths
+
+        try:
+            report = rewrite_paths(targets, write=fix, select=chosen_select, ignore=chosen_ignore,
+                                   exclude=config.exclude)
+        except SourceError as exc:
+            raise UsageError(str(exc)) from None
+        for line in report.notes:
+            say(line, command="lint")
+        verb = "fixed" if fix else "would fix"
+        say(f"{verb} {report.fixed} finding(s) in {report.files} file(s)", command="lint")
+        if diff:
+            for line in report.errors:
+                say(line, command="lint")
+            _write(report.diff)
+            return 1 if report.diff or report.errors else 0
+        for line in report.errors:
+            say(line, command="lint")
+        if report.errors:
+            result = lint_paths(targets, select=chosen_select, ignore=chosen_ignore, exclude=config.exclude)
+            _write(render(result, output_format))
+            return 1
     try:
         result = lint_paths(targets, select=chosen_select, ignore=chosen_ignore, exclude=config.exclude)
     except SourceError as exc:
         raise UsageError(str(exc)) from None
     for line in result.errors:
         say(line, command="lint")
-    text = render(result, output_format)
+    _write(render(result, output_format))
+    return 1 if result.findings or result.errors else 0
+
+
+def _write(text: str) -> None:
     try:
-        if sys.stdout is not None:
+        if sys.stdout is not None and text:
             sys.stdout.write(text)
             sys.stdout.flush()
     except BrokenPipeError:
         pass
-    return 1 if result.findings or result.errors else 0

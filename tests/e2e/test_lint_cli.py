@@ -403,9 +403,10 @@ def test_the_pre_commit_hook_needs_no_torch():
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
-    assert (hook["id"], hook["entry"], hook["language"]) == ("harness-lint", "harness lint", "python")
-    assert {"python", "jupyter"} <= set(hook["types_or"])
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert [(h["id"], h["entry"], h["language"]) for h in hooks] == [
+        ("harness-lint", "harness lint", "python"), ("harness-lint-fix", "harness lint --fix", "python")]
+    assert all({"python", "jupyter"} <= set(h["types_or"]) for h in hooks)
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     assert not [r for r in requires if r.split(";")[0].strip().lower().startswith("torch")], requires
 

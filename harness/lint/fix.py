@@ -1,0 +1,894 @@
+"""``harness lint --fix``: rewrite what a finding shows so that a spawn or forkserver worker can
+pickle it, keeping every comment and every untouched line as it was.
+
+The analysis (what may move, what it captures, whether the result means the same) is
+:mod:`ast` and :mod:`symtable`; the edit is :mod:`libcst`, which keeps the source's
+formatting and comments. One finding is fixed at a time and the module is linted again, until
+nothing fixable is left. A fix is offered only where it provably keeps what the code does:
+
+* ``HL101``, a lambda: it becomes a module-level ``def NAME(params): return (body)``, inserted
+  before the top-level statement that holds it, and the lambda becomes ``NAME``. A lambda that
+  reads locals of the function it is in becomes ``functools.partial(NAME, a=a)``, the locals
+  keyword-only parameters of ``NAME``: only when each is bound once, before the lambda and
+  outside any loop, so that binding it early gives the value the closure would have read.
+* ``HL102``, a function defined in a function: it moves to module level, before the top-level
+  statement that holds it. One that reads its enclosing function's locals (a closure) moves as
+  ``_NAME`` with those locals as keyword-only parameters, and ``NAME = functools.partial(_NAME,
+  a=a)`` takes its place, under the same conditions as a lambda's.
+* ``HL103``, a class defined in a function (or a member of one): the class moves to module
+  level when it reads none of the function's locals.
+* ``HL302``, a function or class defined directly under the main guard: it moves to just
+  before the guard, when it reads no name that only the guarded block binds.
+* ``HL301``, a script that starts workers at import time: the statements from the first one
+  that does real work to the end of the script move under ``if __name__ == "__main__":``
+  (merged into an existing guard at the end); imports, definitions, literal constants and
+  what the script's functions and classes read stay where they are.
+
+The rest (``HL201``, ``HL202``, ``HL303``, notebooks) is reported, not rewritten: moving a
+resource into ``__getstate__`` or a notebook cell into a module changes more than the finding's
+node. The Python multiprocessing guide names the two rules these fixes follow: define what
+workers use at module level, and guard the entry point
+(https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import re
+import symtable
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.lint.analyze import Hit, is_main_guard
+from harness.lint.engine import Finding, lint_source
+from harness.lint.sources import Source
+
+__all__ = ["FIXABLE", "FixResult", "Unfixable", "fix_text"]
+
+#: The rules ``--fix`` rewrites.
+FIXABLE = ("HL101", "HL102", "HL103", "HL301", "HL302")
+#: Most fixes applied to one file (each is followed by a fresh lint of the result).
+MAX_FIXES = 50
+_BUILTINS = frozenset(dir(builtins))
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
+_SCOPES = (*_DEFINITIONS, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+class Unfixable(Exception):
+    """A finding whose fix cannot be proven to keep what the code does: ``str(exc)`` says why."""
+
+
+@dataclass
+class FixResult:
+    """What :func:`fix_text` did to one source.
+
+    Attributes:
+        text: the fixed source (the original when nothing was fixed).
+        fixed: one line per applied fix (``24:47 HL101 lambda -> def transform``), at the
+            finding's place in the source as it was when that fix was made.
+        refused: ``(finding, reason)`` for each fixable finding left as it was.
+    """
+
+    text: str
+    fixed: list[str] = field(default_factory=list)
+    refused: list[tuple[Finding, str]] = field(default_factory=list)
+
+
+# -- what the source binds -----------------------------------------------------------------------
+
+
+def _own(nodes: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    """Every node under ``nodes`` not inside a nested function, class or lambda body (the
+    nested definitions themselves, their decorators, defaults and bases are yielded)."""
+    todo = list(reversed(nodes))
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, _DEFINITIONS):
+            args = node.args if isinstance(node, _FUNCTIONS) else None
+            extra: list[ast.AST] = [*node.decorator_list]
+            if args is not None:
+                extra += [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+            else:
+                extra += [*node.bases, *(k.value for k in node.keywords)]  # type: ignore[union-attr]
+            todo.extend(reversed(extra))
+            continue
+        if isinstance(node, ast.Lambda):
+            todo.extend(reversed([*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]))
+            continue
+        todo.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _bound_by(stmt: ast.AST) -> set[str]:
+    """The names a statement binds in its own scope."""
+    out: set[str] = set()
+    for node in _own([stmt]):
+        if isinstance(node, _DEFINITIONS):
+            out.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            out.add(node.name)
+    return out
+
+
+def _loaded(nodes: Sequence[ast.AST]) -> set[str]:
+    return {n.id for n in _own(nodes) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _identifiers(tree: ast.AST) -> set[str]:
+    """Every identifier the module uses anywhere (names, definitions, parameters, imports)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, _DEFINITIONS):
+            out.add(node.name)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.alias):
+            out.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+    return out
+
+
+def _start_line(node: ast.AST) -> int:
+    lines = [node.lineno]  # type: ignore[attr-defined]
+    if isinstance(node, _DEFINITIONS):
+        lines += [d.lineno for d in node.decorator_list]
+    return min(lines)
+
+
+class _Module:
+    """One parsed module and the facts the fixes need about it."""
+
+    def __init__(self, text: str, path: Path) -> None:
+        self.text = text
+        self.tree = ast.parse(text, filename=str(path))
+        try:
+            self.symbols = symtable.symtable(text, str(path), "exec")
+        except SyntaxError as exc:  # pragma: no cover - ast.parse accepted it
+            raise Unfixable(f"symbol table: {exc.msg}") from None
+        self.parent: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+        self.names = _identifiers(self.tree)
+        self.guard: ast.If | None = None
+        for stmt in self.tree.body:
+            if is_main_guard(stmt):
+                assert isinstance(stmt, ast.If)
+                self.guard = stmt
+        # module-level bindings, with the index of the first top-level statement binding each
+        self.first_binding: dict[str, int] = {}
+        self.guard_only: set[str] = set()
+        guarded: set[str] = set()
+        for index, stmt in enumerate(self.tree.body):
+            if is_main_guard(stmt):
+                assert isinstance(stmt, ast.If)
+                for sub in stmt.body:
+                    guarded |= _bound_by(sub)
+                continue
+            for name in _bound_by(stmt):
+                self.first_binding.setdefault(name, index)
+        self.guard_only = guarded - set(self.first_binding)
+        self.future_annotations = any(
+            isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations" for a in s.names)
+            for s in self.tree.body)
+
+    # -- where a node sits -------------------------------------------------------------------
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        while node in self.parent:
+            node = self.parent[node]
+            yield node
+
+    def top_index(self, node: ast.AST) -> int:
+        """The index in the module body of the top-level statement holding ``node``."""
+        top = node
+        for ancestor in self.ancestors(node):
+            if ancestor is self.tree:
+                break
+            top = ancestor
+        return self.tree.body.index(top)  # type: ignore[arg-type]
+
+    def enclosing_functions(self, node: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda]:
+        """The function scopes around ``node``, innermost first."""
+        return [a for a in self.ancestors(node) if isinstance(a, (*_FUNCTIONS, ast.Lambda))]
+
+    def ordinal(self, node: ast.AST) -> int:
+        """``node``'s index among the module's nodes of its kind, in source order (libcst visits
+        them in the same order, so the two trees meet there)."""
+        return self.of_kind(node).index(node)
+
+    def of_kind(self, node: ast.AST) -> list[ast.AST]:
+        kinds: tuple[type, ...] = _FUNCTIONS if isinstance(node, _FUNCTIONS) else (type(node),)
+        found = [n for n in ast.walk(self.tree) if isinstance(n, kinds)]
+        return sorted(found, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+
+    # -- symbol tables -----------------------------------------------------------------------
+
+    def table(self, node: ast.AST) -> symtable.SymbolTable:
+        """The symbol table of a function, lambda or class node."""
+        name = "lambda" if isinstance(node, ast.Lambda) else node.name  # type: ignore[attr-defined]
+        kind = "class" if isinstance(node, ast.ClassDef) else "function"
+        found = [t for t in self._tables(self.symbols)
+                 if t.get_lineno() == node.lineno and str(t.get_type()).lower().endswith(kind)  # type: ignore[attr-defined]
+                 and t.get_name() in (name, "<lambda>")]
+        if not found:
+            raise Unfixable("no symbol table for it")
+        if len(found) > 1:
+            same_line = [n for n in self.of_kind(node) if n.lineno == node.lineno]  # type: ignore[attr-defined]
+            if len(same_line) != len(found):
+                raise Unfixable("several definitions on one line")
+            return found[same_line.index(node)]
+        return found[0]
+
+    def _tables(self, table: symtable.SymbolTable) -> Iterator[symtable.SymbolTable]:
+        for child in table.get_children():
+            yield child
+            yield from self._tables(child)
+
+    def frees(self, node: ast.AST) -> list[str]:
+        """The names ``node`` reads from the functions around it (a closure's cells), sorted."""
+        table = self.table(node)
+        return sorted(s.get_name() for s in table.get_symbols() if s.is_free())
+
+    def globals_read(self, node: ast.AST) -> set[str]:
+        """The module-level names read anywhere inside ``node`` (all nested scopes included)."""
+        out: set[str] = set()
+        todo = [self.table(node)]
+        while todo:
+            table = todo.pop()
+            out.update(s.get_name() for s in table.get_symbols()
+                       if s.is_global() and s.is_referenced())
+            todo.extend(table.get_children())
+        return out
+
+
+# -- the checks --------------------------------------------------------------------------------
+
+
+def _definition_time_names(module: _Module, node: ast.AST) -> set[str]:
+    """The names evaluated when ``node`` (a def, class or lambda) is defined: decorators,
+    defaults, annotations (unless postponed), bases, and a class body's own statements."""
+    exprs: list[ast.AST] = []
+    if isinstance(node, (*_FUNCTIONS, ast.Lambda)):
+        args = node.args
+        exprs += [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+        if isinstance(node, _FUNCTIONS):
+            exprs += node.decorator_list
+            if not module.future_annotations:
+                every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+                exprs += [a.annotation for a in every if a is not None and a.annotation is not None]
+                if node.returns is not None:
+                    exprs.append(node.returns)
+        return _loaded(exprs)
+    assert isinstance(node, ast.ClassDef)
+    exprs += [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+    names = _loaded(exprs)
+    body_bound: set[str] = set()
+    for stmt in node.body:
+        for sub in _own([stmt]):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id not in body_bound:
+                names.add(sub.id)
+            if isinstance(sub, _DEFINITIONS) and sub is not stmt:
+                continue
+        if isinstance(stmt, _FUNCTIONS):
+            names |= _definition_time_names(module, stmt)
+        body_bound |= _bound_by(stmt)
+    if module.future_annotations:
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign):
+                names -= _loaded([stmt.annotation]) - _loaded([stmt.target] + ([stmt.value] if stmt.value else []))
+    return names
+
+
+def _check_definition_time(module: _Module, node: ast.AST, before: int, exclude: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    """Raise :class:`Unfixable` when ``node``, defined at module level just before the
+    top-level statement ``before``, would read a name not yet bound there."""
+    for name in sorted(_definition_time_names(module, node) - exclude):
+        if name in _BUILTINS and name not in module.first_binding and name not in module.guard_only:
+            continue
+        if module.first_binding.get(name, len(module.tree.body)) >= before:
+            raise Unfixable(f"its definition reads {name!r}, which is not bound at module level before it")
+
+
+def _check_no_guard_names(module: _Module, node: ast.AST) -> None:
+    """Raise when ``node``'s code reads a name bound only under the main guard (a worker, which
+    imports the script as ``__mp_main__``, would not have it)."""
+    for name in sorted(module.globals_read(node) & module.guard_only):
+        raise Unfixable(f"it reads {name!r}, which only the main guard binds")
+
+
+def _binding_sites(function: ast.AST, name: str) -> list[tuple[str, ast.AST]]:
+    """``(how, node)`` for each place ``function``'s own scope binds ``name``: ``param``,
+    ``assign`` (a plain ``name = value``), or ``other`` (a tuple target, ``for``, ``with``,
+    an augmented assignment, ``del``, an import, a definition, ``except ... as``)."""
+    out: list[tuple[str, ast.AST]] = []
+    args = function.args  # type: ignore[attr-defined]
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    out += [("param", function) for a in params if a is not None and a.arg == name]
+    body = function.body if isinstance(function, _FUNCTIONS) else [function.body]  # type: ignore[attr-defined]
+    plain: set[int] = set()
+    for node in _own(body):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name) and target.id == name:
+                    out.append(("assign", node))
+                    plain.add(id(target))
+    for node in _own(body):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, (ast.Store, ast.Del)):
+            if id(node) not in plain:
+                out.append(("other", node))
+        elif not isinstance(node, (ast.Name, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor,
+                                   ast.With, ast.AsyncWith, ast.withitem, ast.NamedExpr, ast.comprehension)) \
+                and not isinstance(node, ast.expr) and name in _shallow_bound(node):
+            out.append(("other", node))
+    return out
+
+
+def _shallow_bound(node: ast.AST) -> set[str]:
+    """Names a definition, import, ``except ... as`` or ``match`` capture binds by itself."""
+    if isinstance(node, _DEFINITIONS):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return {node.name}
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return {node.name}
+    return set()
+
+
+def _check_captures(module: _Module, node: ast.AST, captures: list[str]) -> None:
+    """Raise unless binding each captured name when ``node`` is defined gives the value its
+    closure would read when called: a parameter, or one plain assignment before ``node``, in a
+    block around it and in no loop, never rebound (``nonlocal`` included)."""
+    start = _start_line(node)
+    enclosing = module.enclosing_functions(node)
+    if any(isinstance(a, _COMPREHENSIONS) for a in module.ancestors(node)):
+        raise Unfixable("it is inside a comprehension and reads its locals")
+    for name in captures:
+        owner = next((f for f in enclosing if name in module.table(f).get_identifiers()
+                      and module.table(f).lookup(name).is_local()), None)
+        if owner is None:
+            raise Unfixable(f"it reads {name!r} from an enclosing scope that cannot be followed")
+        for sub in ast.walk(owner):
+            if isinstance(sub, ast.Nonlocal) and name in sub.names:
+                raise Unfixable(f"{name!r} is rebound through nonlocal")
+        sites = _binding_sites(owner, name)
+        if len(sites) != 1:
+            raise Unfixable(f"it reads {name!r}, which is bound {len(sites)} times in {getattr(owner, 'name', 'the lambda')!r}")
+        how, site = sites[0]
+        if how == "other":
+            raise Unfixable(f"it reads {name!r}, which is bound by a loop, a with, an import or another "
+                            "statement that is no plain assignment or parameter")
+        if how == "assign":
+            if site.lineno >= start:  # type: ignore[attr-defined]
+                raise Unfixable(f"it reads {name!r}, which is assigned after it is defined")
+            value = site.value  # type: ignore[attr-defined]
+            if isinstance(value, ast.Lambda):
+                raise Unfixable(f"it reads {name!r}, a lambda")
+            between = []
+            for ancestor in module.ancestors(site):
+                if ancestor is owner:
+                    break
+                between.append(ancestor)
+            if any(isinstance(a, _LOOPS) for a in between):
+                raise Unfixable(f"it reads {name!r}, which is assigned in a loop")
+            node_ancestors = set(map(id, module.ancestors(node)))
+            if not all(id(a) in node_ancestors for a in between):
+                raise Unfixable(f"it reads {name!r}, which is assigned in a block that does not hold it")
+
+
+def _module_name(module: _Module, wanted: str) -> str:
+    """``wanted`` made an identifier no part of the module uses yet."""
+    base = re.sub(r"\W", "_", wanted) or "fn"
+    if base[0].isdigit() or keyword.iskeyword(base):
+        base = f"_{base}"
+    name, n = base, 1
+    while name in module.names or name in _BUILTINS or keyword.iskeyword(name):
+        name = f"{base}_{n}"
+        n += 1
+    module.names.add(name)
+    return name
+
+
+def _functools_ok(module: _Module) -> None:
+    bound = [s for s in module.tree.body for n in _bound_by(s) if n == "functools"]
+    if any(not (isinstance(s, ast.Import) and any(a.name == "functools" and not a.asname for a in s.names))
+           for s in bound):
+        raise Unfixable("the module binds 'functools' to something else")
+
+
+# -- the plans -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    """One edit, in terms both trees share (kinds and ordinals)."""
+
+    action: str  # lambda | move | guard
+    kind: str = ""  # Lambda | FunctionDef | ClassDef
+    ordinal: int = -1
+    before: int = -1  # the top-level statement the new definition goes before
+    name: str = ""  # the module-level name of the new or moved definition
+    rebind: str = ""  # for a moved closure: the name the partial is bound to in its place
+    captures: list[str] = field(default_factory=list)
+    start: int = -1  # guard: first moved top-level statement
+    merge: bool = False  # guard: an existing guard at the end takes the moved statements
+
+
+def _locate(module: _Module, hit: Hit, kinds: tuple[type, ...]) -> ast.AST:
+    """The node of ``kinds`` at the hit's line and column."""
+    for node in ast.walk(module.tree):
+        if isinstance(node, kinds) and node.lineno == hit.line and node.col_offset + 1 == hit.column:  # type: ignore[attr-defined]
+            return node
+    raise Unfixable("its node was not found")
+
+
+def _qualnames(module: _Module) -> dict[ast.AST, str]:
+    out: dict[ast.AST, str] = {}
+
+    def walk(body: Sequence[ast.AST], prefix: str) -> None:
+        for node in body:
+            for sub in _own([node]):
+                if isinstance(sub, _DEFINITIONS):
+                    qualname = f"{prefix}{sub.name}"
+                    out[sub] = qualname
+                    inner = f"{qualname}.<locals>." if isinstance(sub, _FUNCTIONS) else f"{qualname}."
+                    walk(sub.body, inner)
+
+    walk(module.tree.body, "")
+    return out
+
+
+def _plan_lambda(module: _Module, hit: Hit) -> _Plan:
+    node = _locate(module, hit, (ast.Lambda,))
+    assert isinstance(node, ast.Lambda)
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Await)) for n in ast.walk(node.body)):
+        raise Unfixable("its body yields or assigns")
+    before = module.top_index(node)
+    _check_no_guard_names(module, node)
+    captures = module.frees(node)
+    if captures:
+        _check_captures(module, node, captures)
+        _functools_ok(module)
+    _check_definition_time(module, node, before)
+    parent = module.parent.get(node)
+    assigned = (parent.targets[0].id if isinstance(parent, ast.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0], ast.Name) else "")
+    if assigned and parent in module.tree.body and not captures and module.first_binding.get(assigned) == before \
+            and sum(1 for s in module.tree.body if assigned in _bound_by(s)) == 1:
+        # ``name = lambda ...`` at module level: the def takes the assignment's place (PEP 8, E731)
+        return _Plan("lambda", "Lambda", module.ordinal(node), before, assigned, rebind="=")
+    wanted = assigned or (hit.reaches.rsplit(".", 1)[-1] if hit.reaches else "fn")
+    return _Plan("lambda", "Lambda", module.ordinal(node), before, _module_name(module, wanted), captures=captures)
+
+
+def _plan_move(module: _Module, hit: Hit) -> _Plan:
+    """A local function or class (or the local class a member hit is in) to module level."""
+    qualnames = _qualnames(module)
+    parts = hit.name.split(".")
+    if "<locals>" not in parts:
+        raise Unfixable("it is not defined in a function")
+    cut = len(parts) - parts[::-1].index("<locals>")
+    wanted = ".".join(parts[: cut + 1])
+    nodes = [n for n, q in qualnames.items() if q == wanted]
+    nodes = [n for n in nodes if _start_line(n) <= hit.line <= (n.end_lineno or n.lineno)] or nodes  # type: ignore[attr-defined]
+    if len(nodes) != 1:
+        raise Unfixable(f"{wanted!r} is defined {len(nodes)} times")
+    node = nodes[0]
+    assert isinstance(node, _DEFINITIONS)
+    if isinstance(node, _FUNCTIONS) and node.decorator_list:
+        raise Unfixable("it is decorated (a decorator may depend on where it runs)")
+    enclosing = module.enclosing_functions(node)
+    if any(isinstance(f, ast.Lambda) for f in enclosing):
+        raise Unfixable("it is inside a lambda")
+    parent = module.parent[node]
+    if not any(node in getattr(parent, f, ()) for f in ("body", "orelse", "finalbody")) or isinstance(parent, ast.ClassDef):
+        raise Unfixable("it is not a statement of a function body")
+    for ancestor in module.ancestors(node):
+        if ancestor is enclosing[0]:
+            break
+        if isinstance(ancestor, _LOOPS):
+            raise Unfixable("it is defined in a loop")
+    before = module.top_index(node)
+    captures = module.frees(node)
+    if node.name in module.first_binding or node.name in module.guard_only:
+        if not captures:
+            raise Unfixable(f"the module already binds {node.name!r}")
+    for function in enclosing:
+        if function is enclosing[0]:
+            if len(_binding_sites(function, node.name)) != 1:
+                raise Unfixable(f"{node.name!r} is bound more than once in {function.name!r}")  # type: ignore[union-attr]
+        elif node.name in module.table(function).get_identifiers() and module.table(function).lookup(node.name).is_local():
+            raise Unfixable(f"{getattr(function, 'name', '')!r} also binds {node.name!r}")
+    if captures:
+        if isinstance(node, ast.ClassDef):
+            raise Unfixable(f"it reads {', '.join(map(repr, captures))} from the function it is in")
+        if node.name in captures:
+            raise Unfixable("it calls itself by its local name")
+        _check_captures(module, node, captures)
+        _functools_ok(module)
+        new_name = _module_name(module, f"_{node.name}")
+        _check_definition_time(module, node, before)
+        return _Plan("move", type(node).__name__ if isinstance(node, ast.ClassDef) else "FunctionDef",
+                     module.ordinal(node), before, new_name, rebind=node.name, captures=captures)
+    _check_definition_time(module, node, before)
+    kind = "ClassDef" if isinstance(node, ast.ClassDef) else "FunctionDef"
+    return _Plan("move", kind, module.ordinal(node), before, node.name)
+
+
+def _plan_out_of_guard(module: _Module, hit: Hit) -> _Plan:
+    guard = module.guard
+    if guard is None:
+        raise Unfixable("no main guard holds it")
+    nodes = [s for s in guard.body if isinstance(s, _DEFINITIONS) and s.name == hit.name.split(".")[0]
+             and _start_line(s) <= hit.line <= (s.end_lineno or s.lineno)]
+    if len(nodes) != 1:
+        raise Unfixable("it is not a definition directly under the main guard")
+    node = nodes[0]
+    if node.name in module.first_binding:
+        raise Unfixable(f"the module also binds {node.name!r} outside the guard")
+    if sum(1 for s in guard.body if node.name in _bound_by(s)) != 1:
+        raise Unfixable(f"the guard binds {node.name!r} more than once")
+    before = module.tree.body.index(guard)
+    _check_definition_time(module, node, before)
+    reads = module.globals_read(node) & module.guard_only - {node.name}
+    if reads:
+        raise Unfixable(f"it reads {', '.join(map(repr, sorted(reads)))}, which only the main guard binds")
+    kind = "ClassDef" if isinstance(node, ast.ClassDef) else "FunctionDef"
+    return _Plan("move", kind, module.ordinal(node), before, node.name)
+
+
+def _pure(node: ast.AST) -> bool:
+    """A literal (numbers, strings, containers of them, names of ``None``/``True``)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_pure(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is None or _pure(k) for k in node.keys) and all(_pure(v) for v in node.values)
+    if isinstance(node, ast.UnaryOp):
+        return _pure(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _pure(node.left) and _pure(node.right)
+    return False
+
+
+def _plan_guard(module: _Module, hit: Hit) -> _Plan:
+    """Move the script's work under the main guard."""
+    body = module.tree.body
+    guard_index = body.index(module.guard) if module.guard is not None else None
+    if guard_index is not None and guard_index != len(body) - 1:
+        raise Unfixable("statements follow the main guard")
+    end = guard_index if guard_index is not None else len(body)
+    # what the definitions read at call time: the statements binding it must stay
+    needed: set[str] = set()
+    for stmt in body[:end]:
+        if isinstance(stmt, _DEFINITIONS):
+            needed |= module.globals_read(stmt)
+    hit_index = next((i for i, s in enumerate(body)
+                      if _start_line(s) <= hit.line <= (s.end_lineno or s.lineno)), None)  # type: ignore[attr-defined]
+    if hit_index is None or hit_index >= end:
+        raise Unfixable("the worker start was not found outside the guard")
+
+    def kept(index: int, stmt: ast.stmt) -> bool:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom, *_DEFINITIONS)):
+            return True
+        if index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            return True  # the docstring
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _pure(stmt.value):
+            return True
+        return bool(_bound_by(stmt) & needed)
+
+    start = next((i for i in range(end) if not kept(i, body[i])), None)
+    if start is None or start > hit_index:
+        raise Unfixable("the statement that starts workers is one the script's definitions need")
+    for index in range(start, end):
+        stmt = body[index]
+        if kept(index, stmt) and not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and not (_bound_by(stmt) & needed)):
+            raise Unfixable(f"line {stmt.lineno} ({type(stmt).__name__}) would have to stay before the guard, "
+                            f"after work that moves under it")
+        if any(isinstance(n, (ast.Global, ast.Nonlocal, ast.Return)) for n in _own([stmt])):
+            raise Unfixable(f"line {stmt.lineno} cannot move into a block")
+    return _Plan("guard", start=start, merge=guard_index is not None)
+
+
+_PLANNERS = {"HL101": _plan_lambda, "HL102": _plan_move, "HL103": _plan_move,
+             "HL302": _plan_out_of_guard, "HL301": _plan_guard}
+
+
+# -- the edit (libcst) ---------------------------------------------------------------------------
+
+
+def _apply(text: str, plan: _Plan) -> str:
+    """The source with ``plan`` made (libcst: untouched code keeps its formatting)."""
+    import libcst as cst
+
+    module = cst.parse_module(text)
+    if plan.action == "guard":
+        return _apply_guard(module, plan)
+    return _apply_definition(module, plan)
+
+
+def _blank_lines(cst_module: object, count: int) -> list[object]:
+    import libcst as cst
+
+    return [cst.EmptyLine() for _ in range(count)]
+
+
+def _apply_definition(module: object, plan: _Plan) -> str:
+    import libcst as cst
+
+    assert isinstance(module, cst.Module)
+
+    class Find(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.seen = 0
+            self.node: cst.CSTNode | None = None
+
+        def _visit(self, node: cst.CSTNode) -> None:
+            if self.seen == plan.ordinal and self.node is None:
+                self.node = node
+            self.seen += 1
+
+        def visit_Lambda(self, node: cst.Lambda) -> None:
+            if plan.kind == "Lambda":
+                self._visit(node)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            if plan.kind == "FunctionDef":
+                self._visit(node)
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            if plan.kind == "ClassDef":
+                self._visit(node)
+
+    finder = Find()
+    module.visit(finder)
+    target = finder.node
+    if target is None:
+        raise Unfixable("its node was not found by libcst")
+    partial = ""
+    if plan.captures:
+        partial = "functools.partial({}, {})".format(plan.name, ", ".join(f"{c}={c}" for c in plan.captures))
+    new_definition: cst.BaseStatement
+    if isinstance(target, cst.Lambda):
+        params = target.params
+        if plan.captures:
+            extra = [cst.Param(cst.Name(c)) for c in plan.captures]
+            star = params.star_arg
+            if not isinstance(star, (cst.Param, cst.ParamStar)):
+                star = cst.ParamStar()
+            params = params.with_changes(star_arg=star, kwonly_params=[*params.kwonly_params, *extra])
+        params_code = module.code_for_node(params)
+        body_code = module.code_for_node(target.body)
+        if "\n" in body_code or "\r" in body_code:
+            body_code = f"({body_code})"  # a line break inside brackets is still one line
+        new_definition = cst.parse_statement(f"def {plan.name}({params_code}):\n    return {body_code}\n",
+                                             config=module.config_for_parsing)
+        replacement: cst.BaseExpression = cst.parse_expression(partial) if partial else cst.Name(plan.name)
+        replacement = replacement.with_changes(lpar=target.lpar, rpar=target.rpar) if target.lpar else replacement
+        replaced_with: cst.CSTNode | None = replacement
+        in_place: cst.BaseStatement | None = None
+    else:
+        assert isinstance(target, (cst.FunctionDef, cst.ClassDef))
+        moved = target
+        if plan.captures:
+            assert isinstance(moved, cst.FunctionDef)
+            params = moved.params
+            extra = [cst.Param(cst.Name(c)) for c in plan.captures]
+            star = params.star_arg
+            if not isinstance(star, (cst.Param, cst.ParamStar)):
+                star = cst.ParamStar()
+            params = params.with_changes(star_arg=star, kwonly_params=[*params.kwonly_params, *extra])
+            moved = moved.with_changes(name=cst.Name(plan.name), params=params)
+        new_definition = moved.with_changes(leading_lines=[*_leading_without_blanks(moved.leading_lines)])
+        replaced_with = None
+        in_place = (cst.parse_statement(f"{plan.rebind} = {partial}\n", config=module.config_for_parsing)
+                    .with_changes(leading_lines=target.leading_lines)) if partial else None
+    new_definition = new_definition.with_changes(
+        leading_lines=[*_blank_lines(module, 2), *new_definition.leading_lines])
+
+    class Edit(cst.CSTTransformer):
+        def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[no-untyped-def,override]
+            if original is target:
+                if replaced_with is not None:
+                    return replaced_with
+                return in_place if in_place is not None else cst.RemoveFromParent()
+            if isinstance(updated, cst.IndentedBlock) and isinstance(original, cst.IndentedBlock):
+                if not updated.body:
+                    return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+                if original.body and original.body[0] is target and in_place is None:
+                    first = updated.body[0]  # the block's new first line: no blank line above it
+                    body = [first.with_changes(leading_lines=_leading_without_blanks(first.leading_lines)),
+                            *updated.body[1:]]
+                    return updated.with_changes(body=body)
+            return updated
+
+    if plan.rebind == "=":  # the assignment itself becomes the def
+        body = list(module.body)
+        statement = body[plan.before]
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            raise Unfixable("several statements share its line")
+        assert isinstance(new_definition, cst.FunctionDef) and isinstance(new_definition.body, cst.IndentedBlock)
+        # a comment after the assignment stays on its line, the def's
+        header = new_definition.body.with_changes(header=statement.trailing_whitespace)
+        body[plan.before] = new_definition.with_changes(leading_lines=statement.leading_lines, body=header)
+        return module.with_changes(body=body).code
+    edited = module.visit(Edit())
+    assert isinstance(edited, cst.Module)
+    body = list(edited.body)
+    anchor = body[plan.before]
+    body[plan.before] = anchor.with_changes(leading_lines=_two_blank(anchor.leading_lines))
+    body.insert(plan.before, new_definition)
+    if plan.captures and not _imports_functools(edited):
+        index = _import_slot(body, plan.before)
+        new_import = cst.parse_statement("import functools\n")
+        if index < len(body):  # with the blank lines the import it goes before has
+            blanks = [ln for ln in body[index].leading_lines if ln.comment is None]
+            new_import = new_import.with_changes(leading_lines=blanks)
+        body.insert(index, new_import)
+    return edited.with_changes(body=body).code
+
+
+def _leading_without_blanks(lines: Sequence[object]) -> list[object]:
+    """A moved definition's comment lines above it, without the blank lines before them."""
+    import libcst as cst
+
+    out = list(lines)
+    while out and isinstance(out[0], cst.EmptyLine) and out[0].comment is None:
+        out.pop(0)
+    return out
+
+
+def _two_blank(lines: Sequence[object]) -> list[object]:
+    import libcst as cst
+
+    lines = list(lines)
+    blanks = 0
+    for line in lines:
+        if isinstance(line, cst.EmptyLine) and line.comment is None:
+            blanks += 1
+        else:
+            break
+    return [cst.EmptyLine() for _ in range(max(0, 2 - blanks))] + lines
+
+
+def _imports_functools(module: object) -> bool:
+    import libcst as cst
+
+    assert isinstance(module, cst.Module)
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import) and any(
+                        isinstance(a.name, cst.Name) and a.name.value == "functools" and a.asname is None
+                        for a in small.names):
+                    return True
+    return False
+
+
+def _import_slot(body: list[object], limit: int) -> int:
+    """Where ``import functools`` goes: before the first top-level import (``__future__``
+    aside) ahead of ``limit``, where the standard library's imports go; else after the
+    docstring, or at ``limit``."""
+    import libcst as cst
+
+    def is_import(stmt: object) -> bool:
+        return isinstance(stmt, cst.SimpleStatementLine) and all(
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+    for index, stmt in enumerate(body[:limit]):
+        if is_import(stmt) and not (isinstance(stmt.body[0], cst.ImportFrom)  # type: ignore[attr-defined]
+                                    and isinstance(stmt.body[0].module, cst.Name)  # type: ignore[attr-defined]
+                                    and stmt.body[0].module.value == "__future__"):  # type: ignore[attr-defined]
+            return index
+    index = 0
+    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+            and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        index = 1
+    return min(index, limit)
+
+
+def _apply_guard(module: object, plan: _Plan) -> str:
+    import libcst as cst
+
+    assert isinstance(module, cst.Module)
+    cst_body = list(module.body)
+    # libcst keeps ``a; b`` on one line as one statement; ast counts two
+    tree = ast.parse(module.code)
+    if len(tree.body) != len(cst_body):
+        raise Unfixable("several statements share a line")
+    end = len(cst_body) - 1 if plan.merge else len(cst_body)
+    moved = list(cst_body[plan.start:end])
+    if not moved:
+        raise Unfixable("nothing to move")
+    first = moved[0]
+    leading = list(first.leading_lines)
+    moved[0] = first.with_changes(leading_lines=_leading_without_blanks(leading))
+    if plan.merge:
+        guard = cst_body[-1]
+        assert isinstance(guard, cst.If) and isinstance(guard.body, cst.IndentedBlock)
+        old = list(guard.body.body)
+        if old:
+            old[0] = old[0].with_changes(leading_lines=[cst.EmptyLine(), *old[0].leading_lines])
+        new_guard = guard.with_changes(body=guard.body.with_changes(body=[*moved, *old]),
+                                       leading_lines=[ln for ln in leading if ln.comment is None][:2] or guard.leading_lines)
+    else:
+        new_guard = cst.If(test=cst.parse_expression('__name__ == "__main__"'),
+                           body=cst.IndentedBlock(body=moved),
+                           leading_lines=[ln for ln in leading if ln.comment is None][:2])
+    return module.with_changes(body=[*cst_body[:plan.start], new_guard]).code
+
+
+# -- the loop ------------------------------------------------------------------------------------
+
+
+def _key(finding: Finding) -> tuple[str, str, str]:
+    return (finding.rule, finding.hit.name, finding.hit.reaches)
+
+
+def fix_text(text: str, path: Path, *, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> FixResult:
+    """Fix what can be fixed in one module's source.
+
+    Args:
+        text: the module's source.
+        path: its file (for messages; a ``.ipynb`` is never rewritten).
+        select, ignore: rule codes or prefixes, as for ``harness lint``.
+
+    Returns:
+        The :class:`FixResult`: the fixed text, what was fixed and what was refused, with why.
+
+    Raises:
+        SourceError: the source does not parse (nothing is rewritten).
+    """
+    result = FixResult(text)
+    if path.suffix != ".py":
+        return result
+    refused: dict[tuple[str, str, str], tuple[Finding, str]] = {}
+    for _ in range(MAX_FIXES):
+        findings = lint_source(Source(path, result.text), select=select, ignore=ignore)
+        todo = [f for f in findings if f.rule in FIXABLE and _key(f) not in refused]
+        if not todo:
+            break
+        finding = todo[0]
+        try:
+            module = _Module(result.text, path)
+            plan = _PLANNERS[finding.rule](module, finding.hit)
+            new_text = _apply(result.text, plan)
+            compile(new_text, str(path), "exec", dont_inherit=True)
+        except Unfixable as exc:
+            refused[_key(finding)] = (finding, str(exc))
+            continue
+        except (SyntaxError, ValueError, RecursionError) as exc:
+            refused[_key(finding)] = (finding, f"the rewrite would not compile ({type(exc).__name__})")
+            continue
+        except Exception as exc:  # libcst's own ParserSyntaxError and the like: leave the file be
+            if type(exc).__module__.startswith("libcst"):
+                refused[_key(finding)] = (finding, f"libcst cannot rewrite it ({type(exc).__name__})")
+                continue
+            raise
+        what = {"lambda": f"lambda -> def {plan.name}", "guard": "under if __name__ == \"__main__\":"}.get(
+            plan.action, f"{plan.rebind or plan.name} -> module level{' (functools.partial)' if plan.captures else ''}")
+        result.fixed.append(f"{finding.line}:{finding.column}: {finding.rule} fixed: {what}")
+        result.text = new_text
+        refused.clear()  # a fix may unblock another (a definition the guard held)
+    remaining = lint_source(Source(path, result.text), select=select, ignore=ignore)
+    reasons = {k: r for k, (_, r) in refused.items()}
+    result.refused = [(f, reasons.get(_key(f), "")) for f in remaining if f.rule in FIXABLE and _key(f) in reasons]
+    return result

@@ -1,0 +1,194 @@
+"""``harness lint --fix`` and ``--diff`` as a user runs them: what is rewritten and what is
+refused (with why), comments kept, exit codes, and the safety rules (unparsable, read-only and
+changed files, notebooks, encodings and line endings).
+
+Whether the fixed code then runs under spawn and forkserver, with the same data, is
+``tests/e2e/test_lint_fix_proof.py`` (it starts real workers).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import stat
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SCRIPT = textwrap.dedent('''\
+    """A training script."""
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+
+    class Squares(Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            return torch.tensor(i * i)
+
+
+    def main():
+        # the loader of the run
+        loader = DataLoader(Squares(), batch_size=4, num_workers=2,
+                            collate_fn=lambda batch: torch.stack(batch) * 2)  # keep me
+        print([b.tolist() for b in loader])
+
+
+    if __name__ == "__main__":
+        main()
+    ''')
+
+
+def _findings(cli, path: Path) -> list[dict]:
+    proc = cli("lint", "--json", str(path))
+    return json.loads(proc.stdout)["findings"]
+
+
+def test_diff_previews_and_writes_nothing(cli, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    proc = cli("lint", "--diff", str(script))
+    assert proc.returncode == 1, proc.stderr
+    assert script.read_text(encoding="utf-8") == SCRIPT
+    assert proc.stdout.startswith(f"--- a/{script.as_posix()}\n+++ b/{script.as_posix()}\n")
+    added = [ln[1:] for ln in proc.stdout.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    removed = [ln[1:] for ln in proc.stdout.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    assert removed == ["                        collate_fn=lambda batch: torch.stack(batch) * 2)  # keep me"]
+    assert "def collate_fn(batch):" in added
+    assert "    return torch.stack(batch) * 2" in added
+    assert "                        collate_fn=collate_fn)  # keep me" in added
+    assert "would fix 1 finding(s) in 1 file(s)" in proc.stderr
+
+
+def test_fix_rewrites_keeps_comments_and_is_clean_after(cli, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    assert _findings(cli, script)[0]["rule"] == "HL101"
+    proc = cli("lint", "--fix", str(script))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fixed = script.read_text(encoding="utf-8")
+    assert "# the loader of the run" in fixed and "# keep me" in fixed and '"""A training script."""' in fixed
+    tree = ast.parse(fixed)
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == ["collate_fn", "main"]
+    assert _findings(cli, script) == []
+    assert f"{script}:17:36: HL101 fixed: lambda -> def collate_fn" in proc.stderr
+    # a second run finds nothing to do
+    again = cli("lint", "--diff", str(script))
+    assert again.returncode == 0 and again.stdout == ""
+
+
+def test_refused_fix_says_why_and_leaves_the_file(cli, tmp_path):
+    script = tmp_path / "loop.py"
+    old = ("    loader = DataLoader(Squares(), batch_size=4, num_workers=2,\n"
+           "                        collate_fn=lambda batch: torch.stack(batch) * 2)  # keep me\n"
+           "    print([b.tolist() for b in loader])\n")
+    assert old in SCRIPT
+    source = SCRIPT.replace(old, "    for k in (1, 2):\n"
+                                 "        loader = DataLoader(Squares(), batch_size=4, num_workers=2,\n"
+                                 "                            collate_fn=lambda batch: torch.stack(batch) * k)\n"
+                                 "        print([b.tolist() for b in loader])\n")
+    script.write_text(source, encoding="utf-8")
+    proc = cli("lint", "--fix", str(script))
+    assert proc.returncode == 1
+    assert script.read_text(encoding="utf-8") == source
+    assert "HL101 not fixed: it reads 'k', which is bound by a loop" in proc.stderr
+    assert "fixed 0 finding(s) in 0 file(s)" in proc.stderr
+    assert "HL101" in proc.stdout  # the finding is still reported
+
+
+def test_unparsable_file_is_one_line_and_others_are_fixed(cli, tmp_path):
+    (tmp_path / "broken.py").write_text("from torch.utils.data import DataLoader\ndef f(:\n", encoding="utf-8")
+    good = tmp_path / "train.py"
+    good.write_text(SCRIPT, encoding="utf-8")
+    proc = cli("lint", "--fix", str(tmp_path))
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stderr.splitlines() if "broken.py" in ln]
+    assert len(lines) == 1 and "does not parse (line 2" in lines[0] and lines[0].endswith("; not fixed")
+    assert "def collate_fn(batch):" in good.read_text(encoding="utf-8")
+    assert (tmp_path / "broken.py").read_text(encoding="utf-8").endswith("def f(:\n")
+
+
+@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0, reason="root writes read-only files")
+def test_read_only_file_is_one_error_line(cli, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    script.chmod(stat.S_IRUSR)
+    proc = cli("lint", "--fix", str(script))
+    assert proc.returncode == 1
+    assert f"{script}: is read-only; not fixed" in proc.stderr
+    assert script.read_text(encoding="utf-8") == SCRIPT
+
+
+def test_read_only_file_refused_even_as_root(tmp_path, monkeypatch):
+    from harness.lint import rewrite
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    monkeypatch.setattr(rewrite.os, "access", lambda path, mode: False)
+    report = rewrite.rewrite_paths([script], write=True)
+    assert report.errors == [f"{script}: is read-only; not fixed"]
+    assert script.read_text(encoding="utf-8") == SCRIPT
+    assert list(tmp_path.iterdir()) == [script]  # no temporary file left
+
+
+def test_file_changed_while_fixing_is_not_overwritten(tmp_path, monkeypatch):
+    from harness.lint import fix, rewrite
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    real = fix.fix_text
+
+    def edit_meanwhile(text, path, **kw):
+        result = real(text, path, **kw)
+        script.write_text(SCRIPT + "# saved by an editor\n", encoding="utf-8")
+        return result
+
+    monkeypatch.setattr(rewrite, "fix_text", edit_meanwhile)
+    report = rewrite.rewrite_paths([script], write=True)
+    assert report.errors == [f"{script}: changed while harness lint --fix ran; not rewritten"]
+    assert script.read_text(encoding="utf-8").endswith("# saved by an editor\n")
+
+
+def test_mode_encoding_and_line_endings_are_kept(cli, tmp_path):
+    script = tmp_path / "train.py"
+    latin = "# -*- coding: latin-1 -*-\n# caf\xe9\n" + SCRIPT
+    script.write_bytes(latin.replace("\n", "\r\n").encode("latin-1"))
+    script.chmod(0o750)
+    proc = cli("lint", "--fix", str(script))
+    assert proc.returncode == 0, proc.stderr
+    raw = script.read_bytes()
+    assert b"# caf\xe9\r\n" in raw and b"def collate_fn(batch):\r\n" in raw
+    assert b"\n" not in raw.replace(b"\r\n", b"")
+    assert stat.S_IMODE(script.stat().st_mode) == 0o750
+
+
+def test_notebook_is_reported_not_rewritten(cli, tmp_path):
+    notebook = tmp_path / "nb.ipynb"
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": "from torch.utils.data import DataLoader\n"
+                        "loader = DataLoader(range(4), num_workers=2, collate_fn=lambda b: b)\n"}]
+    notebook.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}),
+                        encoding="utf-8")
+    before = notebook.read_bytes()
+    proc = cli("lint", "--fix", str(notebook))
+    assert proc.returncode == 1
+    assert notebook.read_bytes() == before
+    assert "HL101" in proc.stdout
+
+
+def test_fix_and_diff_together_is_a_usage_error(cli, tmp_path):
+    proc = cli("lint", "--fix", "--diff", str(tmp_path))
+    assert proc.returncode == 2
+    assert "--fix and --diff" in proc.stderr
+
+
+def test_select_limits_what_is_fixed(cli, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    proc = cli("lint", "--diff", "--select", "HL3", str(script))
+    assert proc.returncode == 0 and proc.stdout == ""
