@@ -126,28 +126,11 @@ def _loaded(nodes: Sequence[ast.AST]) -> set[str]:
     return {n.id for n in _own(nodes) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _identifiers(tree: ast.AST) -> set[str]:
-    """Every identifier the module uses anywhere (names, definitions, parameters, imports)."""
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            out.add(node.id)
-        elif isinstance(node, _DEFINITIONS):
-            out.add(node.name)
-        elif isinstance(node, ast.arg):
-            out.add(node.arg)
-        elif isinstance(node, ast.alias):
-            out.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            out.update(node.names)
-    return out
-
-
 def _start_line(node: ast.AST) -> int:
     lines = [node.lineno]  # type: ignore[attr-defined]
     if isinstance(node, _DEFINITIONS):
         lines += [d.lineno for d in node.decorator_list]
-    return min(lines)
+    return int(min(lines))
 
 
 class _Module:
@@ -164,7 +147,14 @@ class _Module:
         for node in ast.walk(self.tree):
             for child in ast.iter_child_nodes(node):
                 self.parent[child] = node
-        self.names = _identifiers(self.tree)
+        self.generated: set[str] = set()
+        #: every name any scope reads or binds as a module-level (global) name
+        self.globals_anywhere: set[str] = set()
+        todo = [self.symbols]
+        while todo:
+            table = todo.pop()
+            self.globals_anywhere.update(s.get_name() for s in table.get_symbols() if s.is_global())
+            todo.extend(table.get_children())
         self.guard: ast.If | None = None
         for stmt in self.tree.body:
             if is_main_guard(stmt):
@@ -361,6 +351,8 @@ def _check_captures(module: _Module, node: ast.AST, captures: list[str]) -> None
     if any(isinstance(a, _COMPREHENSIONS) for a in module.ancestors(node)):
         raise Unfixable("it is inside a comprehension and reads its locals")
     for name in captures:
+        if name in ("self", "cls"):
+            raise Unfixable(f"it reads {name!r}: a partial would pickle that whole object into every worker")
         owner = next((f for f in enclosing if name in module.table(f).get_identifiers()
                       and module.table(f).lookup(name).is_local()), None)
         if owner is None:
@@ -393,16 +385,21 @@ def _check_captures(module: _Module, node: ast.AST, captures: list[str]) -> None
                 raise Unfixable(f"it reads {name!r}, which is assigned in a block that does not hold it")
 
 
-def _module_name(module: _Module, wanted: str) -> str:
-    """``wanted`` made an identifier no part of the module uses yet."""
+def _module_name(module: _Module, wanted: str, site: ast.AST) -> str:
+    """``wanted``, made an identifier that no module-level code binds or reads and that no
+    function around ``site`` (where the new name is used) binds: there it names the new
+    module-level definition and nothing else."""
     base = re.sub(r"\W", "_", wanted) or "fn"
     if base[0].isdigit() or keyword.iskeyword(base):
         base = f"_{base}"
+    taken = set(module.first_binding) | module.guard_only | module.globals_anywhere | module.generated
+    for function in module.enclosing_functions(site):
+        taken |= set(module.table(function).get_identifiers())
     name, n = base, 1
-    while name in module.names or name in _BUILTINS or keyword.iskeyword(name):
+    while name in taken or name in _BUILTINS or keyword.iskeyword(name):
         name = f"{base}_{n}"
         n += 1
-    module.names.add(name)
+    module.generated.add(name)
     return name
 
 
@@ -427,7 +424,7 @@ class _Plan:
     name: str = ""  # the module-level name of the new or moved definition
     rebind: str = ""  # for a moved closure: the name the partial is bound to in its place
     captures: list[str] = field(default_factory=list)
-    start: int = -1  # guard: first moved top-level statement
+    moved: list[int] = field(default_factory=list)  # guard: the top-level statements moved under it
     merge: bool = False  # guard: an existing guard at the end takes the moved statements
 
 
@@ -474,8 +471,9 @@ def _plan_lambda(module: _Module, hit: Hit) -> _Plan:
             and sum(1 for s in module.tree.body if assigned in _bound_by(s)) == 1:
         # ``name = lambda ...`` at module level: the def takes the assignment's place (PEP 8, E731)
         return _Plan("lambda", "Lambda", module.ordinal(node), before, assigned, rebind="=")
-    wanted = assigned or (hit.reaches.rsplit(".", 1)[-1] if hit.reaches else "fn")
-    return _Plan("lambda", "Lambda", module.ordinal(node), before, _module_name(module, wanted), captures=captures)
+    wanted = hit.reaches.rsplit(".", 1)[-1] if hit.reaches else (assigned or "fn")
+    return _Plan("lambda", "Lambda", module.ordinal(node), before, _module_name(module, wanted, node),
+                 captures=captures)
 
 
 def _plan_move(module: _Module, hit: Hit) -> _Plan:
@@ -523,7 +521,7 @@ def _plan_move(module: _Module, hit: Hit) -> _Plan:
             raise Unfixable("it calls itself by its local name")
         _check_captures(module, node, captures)
         _functools_ok(module)
-        new_name = _module_name(module, f"_{node.name}")
+        new_name = _module_name(module, f"_{node.name}", node)
         _check_definition_time(module, node, before)
         return _Plan("move", type(node).__name__ if isinstance(node, ast.ClassDef) else "FunctionDef",
                      module.ordinal(node), before, new_name, rebind=node.name, captures=captures)
@@ -569,43 +567,114 @@ def _pure(node: ast.AST) -> bool:
     return False
 
 
+def _inert(node: ast.AST) -> bool:
+    """An expression evaluated with no side effect: names, attributes, literals, subscripts
+    of those (``Dataset[int]``)."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _inert(node.value)
+    if isinstance(node, ast.Subscript):
+        return _inert(node.value) and _inert(node.slice)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_inert(e) for e in node.elts)
+    return _pure(node)
+
+
+def _inert_definition(stmt: ast.stmt) -> bool:
+    """A definition whose creation runs no code of the script's: undecorated, its defaults,
+    annotations and bases plain names or literals, and (a class) a body of such definitions,
+    literal constants and its docstring."""
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        return stmt.value is not None and _pure(stmt.value)
+    if isinstance(stmt, _FUNCTIONS):
+        args = stmt.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        parts = [*args.defaults, *(d for d in args.kw_defaults if d is not None),
+                 *(a.annotation for a in every if a is not None and a.annotation is not None),
+                 *([stmt.returns] if stmt.returns is not None else [])]
+        return not stmt.decorator_list and all(_inert(p) for p in parts)
+    if isinstance(stmt, ast.ClassDef):
+        return (not stmt.decorator_list and not stmt.keywords and all(_inert(b) for b in stmt.bases)
+                and all(_inert_definition(s) or isinstance(s, ast.Pass)
+                        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)) for s in stmt.body))
+    return False
+
+
 def _plan_guard(module: _Module, hit: Hit) -> _Plan:
-    """Move the script's work under the main guard."""
+    """Move the script's work under the main guard; what a worker needs stays."""
     body = module.tree.body
     guard_index = body.index(module.guard) if module.guard is not None else None
     if guard_index is not None and guard_index != len(body) - 1:
         raise Unfixable("statements follow the main guard")
     end = guard_index if guard_index is not None else len(body)
-    # what the definitions read at call time: the statements binding it must stay
-    needed: set[str] = set()
-    for stmt in body[:end]:
-        if isinstance(stmt, _DEFINITIONS):
-            needed |= module.globals_read(stmt)
-    hit_index = next((i for i, s in enumerate(body)
-                      if _start_line(s) <= hit.line <= (s.end_lineno or s.lineno)), None)  # type: ignore[attr-defined]
-    if hit_index is None or hit_index >= end:
+    hit_index = next((i for i, s in enumerate(body[:end])
+                      if _start_line(s) <= hit.line <= (s.end_lineno or s.lineno)), None)
+    if hit_index is None:
         raise Unfixable("the worker start was not found outside the guard")
 
-    def kept(index: int, stmt: ast.stmt) -> bool:
+    def definition_like(index: int, stmt: ast.stmt) -> bool:
         if isinstance(stmt, (ast.Import, ast.ImportFrom, *_DEFINITIONS)):
             return True
         if index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             return True  # the docstring
-        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _pure(stmt.value):
-            return True
-        return bool(_bound_by(stmt) & needed)
+        return isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _pure(stmt.value)
 
-    start = next((i for i in range(end) if not kept(i, body[i])), None)
-    if start is None or start > hit_index:
-        raise Unfixable("the statement that starts workers is one the script's definitions need")
-    for index in range(start, end):
-        stmt = body[index]
-        if kept(index, stmt) and not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and not (_bound_by(stmt) & needed)):
-            raise Unfixable(f"line {stmt.lineno} ({type(stmt).__name__}) would have to stay before the guard, "
-                            f"after work that moves under it")
-        if any(isinstance(n, (ast.Global, ast.Nonlocal, ast.Return)) for n in _own([stmt])):
-            raise Unfixable(f"line {stmt.lineno} cannot move into a block")
-    return _Plan("guard", start=start, merge=guard_index is not None)
+    kept = {i for i in range(end) if definition_like(i, body[i])}
+    # what the definitions read when called (in a worker too), and, to a fixpoint, what the
+    # statements binding that read, and the method calls that set those objects up
+    # (``parser.add_argument(...)``): those statements stay at module level
+    needed: set[str] = set()
+    for i in kept:
+        if isinstance(body[i], _DEFINITIONS):
+            needed |= module.globals_read(body[i])
+    values: set[str] = set()  # needed names bound by an assignment (objects, not modules or definitions)
+
+    def sets_up(stmt: ast.stmt) -> bool:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            return False
+        owner = call.func.value
+        while isinstance(owner, ast.Attribute):
+            owner = owner.value
+        return isinstance(owner, ast.Name) and owner.id in values
+
+    changed = True
+    while changed:
+        changed = False
+        for i in range(end):
+            stmt = body[i]
+            if i in kept:
+                continue
+            bound = _bound_by(stmt) & needed
+            if bound or sets_up(stmt):
+                kept.add(i)
+                needed |= _loaded([stmt])
+                values |= bound
+                changed = True
+    moved = [i for i in range(end) if i not in kept]
+    if moved:  # a literal constant after the first moved statement that no definition reads moves too
+        for i in sorted(kept):
+            if i > moved[0] and isinstance(body[i], (ast.Assign, ast.AnnAssign)) and not (_bound_by(body[i]) & needed):
+                kept.discard(i)
+        moved = [i for i in range(end) if i not in kept]
+    if hit_index not in moved:
+        raise Unfixable(f"line {body[hit_index].lineno} starts workers and binds what the script's "
+                        "definitions read")
+    for i in sorted(kept):
+        if i < moved[0]:
+            continue
+        stmt = body[i]
+        if not _inert_definition(stmt):
+            raise Unfixable(f"line {stmt.lineno} would have to stay at module level, after work that "
+                            "moves under the guard")
+        earlier = set().union(*(_loaded([body[j]]) | _bound_by(body[j]) for j in moved if j < i))
+        if _bound_by(stmt) & earlier:
+            raise Unfixable(f"line {stmt.lineno} binds a name the work before it uses")
+    for i in moved:
+        if any(isinstance(n, (ast.Global, ast.Nonlocal, ast.Return)) for n in _own([body[i]])):
+            raise Unfixable(f"line {body[i].lineno} cannot move into a block")
+    return _Plan("guard", moved=moved, merge=guard_index is not None)
 
 
 _PLANNERS = {"HL101": _plan_lambda, "HL102": _plan_move, "HL103": _plan_move,
@@ -705,7 +774,7 @@ def _apply_definition(module: object, plan: _Plan) -> str:
         leading_lines=[*_blank_lines(module, 2), *new_definition.leading_lines])
 
     class Edit(cst.CSTTransformer):
-        def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[no-untyped-def,override]
+        def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[no-untyped-def]
             if original is target:
                 if replaced_with is not None:
                     return replaced_with
@@ -715,7 +784,7 @@ def _apply_definition(module: object, plan: _Plan) -> str:
                     return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
                 if original.body and original.body[0] is target and in_place is None:
                     first = updated.body[0]  # the block's new first line: no blank line above it
-                    body = [first.with_changes(leading_lines=_leading_without_blanks(first.leading_lines)),
+                    body = [first.with_changes(leading_lines=_leading_without_blanks(first.leading_lines)),  # type: ignore[attr-defined]
                             *updated.body[1:]]
                     return updated.with_changes(body=body)
             return updated
@@ -783,7 +852,7 @@ def _imports_functools(module: object) -> bool:
     return False
 
 
-def _import_slot(body: list[object], limit: int) -> int:
+def _import_slot(body: Sequence[object], limit: int) -> int:
     """Where ``import functools`` goes: before the first top-level import (``__future__``
     aside) ahead of ``limit``, where the standard library's imports go; else after the
     docstring, or at ``limit``."""
@@ -811,29 +880,38 @@ def _apply_guard(module: object, plan: _Plan) -> str:
     assert isinstance(module, cst.Module)
     cst_body = list(module.body)
     # libcst keeps ``a; b`` on one line as one statement; ast counts two
-    tree = ast.parse(module.code)
-    if len(tree.body) != len(cst_body):
+    if len(ast.parse(module.code).body) != len(cst_body):
         raise Unfixable("several statements share a line")
-    end = len(cst_body) - 1 if plan.merge else len(cst_body)
-    moved = list(cst_body[plan.start:end])
-    if not moved:
-        raise Unfixable("nothing to move")
-    first = moved[0]
-    leading = list(first.leading_lines)
-    moved[0] = first.with_changes(leading_lines=_leading_without_blanks(leading))
+    moved = [cst_body[i] for i in plan.moved]
+    stay = [stmt for i, stmt in enumerate(cst_body) if i not in plan.moved]
     if plan.merge:
-        guard = cst_body[-1]
+        guard = stay.pop()
         assert isinstance(guard, cst.If) and isinstance(guard.body, cst.IndentedBlock)
-        old = list(guard.body.body)
+        suite = guard.body
+    leading = list(moved[0].leading_lines)
+    moved[0] = moved[0].with_changes(leading_lines=_leading_without_blanks(leading))
+    blanks = [ln for ln in leading if ln.comment is None][:2]
+    for index in range(1, len(moved)):  # inside the block: one blank line at most, no trailing spaces
+        lines: list[cst.EmptyLine] = []
+        for line in moved[index].leading_lines:
+            if line.comment is None:
+                if lines and lines[-1].comment is None:
+                    continue
+                line = line.with_changes(indent=False, whitespace=cst.SimpleWhitespace(""))
+            lines.append(line)
+        moved[index] = moved[index].with_changes(leading_lines=lines)
+    if plan.merge:
+        old = list(suite.body)
         if old:
-            old[0] = old[0].with_changes(leading_lines=[cst.EmptyLine(), *old[0].leading_lines])
-        new_guard = guard.with_changes(body=guard.body.with_changes(body=[*moved, *old]),
-                                       leading_lines=[ln for ln in leading if ln.comment is None][:2] or guard.leading_lines)
+            old[0] = old[0].with_changes(leading_lines=[cst.EmptyLine(), *old[0].leading_lines])  # type: ignore[attr-defined]
+        new_guard = guard.with_changes(body=suite.with_changes(body=[*moved, *old]),
+                                       leading_lines=blanks or guard.leading_lines)
     else:
-        new_guard = cst.If(test=cst.parse_expression('__name__ == "__main__"'),
-                           body=cst.IndentedBlock(body=moved),
-                           leading_lines=[ln for ln in leading if ln.comment is None][:2])
-    return module.with_changes(body=[*cst_body[:plan.start], new_guard]).code
+        new_guard = cst.If(test=cst.parse_expression('__name__ == "__main__"'), body=cst.IndentedBlock(body=moved),
+                           leading_lines=blanks if plan.moved[0] > 0 else [])
+    if stay and plan.moved[0] < len(stay):  # definitions stayed after the moved work
+        new_guard = new_guard.with_changes(leading_lines=_two_blank(new_guard.leading_lines))
+    return module.with_changes(body=[*stay, new_guard]).code
 
 
 # -- the loop ------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ class Numbers(Dataset):
 
 def main():
     for shift in (1, 2):
-        loader = DataLoader(Numbers(lambda x: x + shift), batch_size=2, num_workers=2)
+        loader = DataLoader(Numbers(lambda x: x + shift), batch_size=2, num_workers=2)  # noqa: B023
         print([b.tolist() for b in loader])
 
 
