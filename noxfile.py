@@ -79,10 +79,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS)
 def regression(session: nox.Session) -> None:
-    """Full catalogue through pytest-xdist: fails on any cell whose outcome contradicts expect."""
+    """Full catalogue through pytest-xdist: fails on any cell whose outcome contradicts expect;
+    then every `harness lint --fix` rewrite, run under spawn and forkserver."""
     _install(session, "test")
     session.run("pytest", "-n", "auto", "-m", "catalogue", "tests/e2e/test_catalogue_regression.py",
-                *session.posargs)
+                "tests/e2e/test_lint_fix_proof.py", *session.posargs)
 
 
 @nox.session

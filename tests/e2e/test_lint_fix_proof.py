@@ -51,12 +51,15 @@ def _lint_json(cli, path: Path) -> list[dict]:
     return json.loads(proc.stdout)["findings"]
 
 
-def _lines(node: ast.AST) -> range:
+def _lines(node: ast.AST, source_lines: list[str]) -> range:
+    """A node's lines, with its decorators and the comment lines right above it (they move with it)."""
     first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    while first > 1 and source_lines[first - 2].lstrip().startswith("#"):
+        first -= 1
     return range(first, node.end_lineno + 1)
 
 
-def _rewritten(tree: ast.Module, finding: dict) -> tuple[set[int], list[ast.AST]]:
+def _rewritten(tree: ast.Module, finding: dict, source_lines: list[str]) -> tuple[set[int], list[ast.AST]]:
     """The original lines a finding's fix may touch, and the nodes whose text may move."""
     line, column = finding["line"], finding["column"]
     parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
@@ -65,8 +68,8 @@ def _rewritten(tree: ast.Module, finding: dict) -> tuple[set[int], list[ast.AST]
         (node,) = [n for n in at if isinstance(n, ast.Lambda)]
         parent = parents[node]
         if isinstance(parent, ast.Assign) and parent in tree.body:  # ``name = lambda``: the statement
-            return set(_lines(parent)), [node]
-        return set(_lines(node)), [node]
+            return set(_lines(parent, source_lines)), [node]
+        return set(_lines(node, source_lines)), [node]
     (node,) = [n for n in at if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     if finding["rule"] in ("HL102", "HL103"):  # the outermost definition inside the function
         while not isinstance(parents[parents[node]], (ast.FunctionDef, ast.Module)) or isinstance(
@@ -74,7 +77,7 @@ def _rewritten(tree: ast.Module, finding: dict) -> tuple[set[int], list[ast.AST]
             node = parents[node]
         if isinstance(parents[node], ast.ClassDef):
             node = parents[node]
-    return set(_lines(node)), [node]
+    return set(_lines(node, source_lines)), [node]
 
 
 def assert_only_rewritten(original: str, fixed: str, findings: list[dict]) -> None:
@@ -92,11 +95,11 @@ def assert_only_rewritten(original: str, fixed: str, findings: list[dict]) -> No
     for finding in findings:
         if finding["rule"] == "HL301":
             continue
-        lines, nodes = _rewritten(tree, finding)
+        lines, nodes = _rewritten(tree, finding, old)
         allowed |= lines
         for node in nodes:
             segment = ast.get_source_segment(original, node) or ""
-            texts |= {ln.strip() for ln in segment.splitlines()}
+            texts |= {old[i - 1].strip() for i in lines} | {ln.strip() for ln in segment.splitlines()}
             if isinstance(node, ast.Lambda) and node.lineno == node.end_lineno:
                 text = old[node.lineno - 1]
                 encoded = text.encode()
@@ -128,10 +131,10 @@ def assert_only_rewritten(original: str, fixed: str, findings: list[dict]) -> No
 # -- the catalogue -------------------------------------------------------------------------------
 
 
-def _case_id(path: Path) -> str:
+def _case(path: Path) -> dict:
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "CASE" for t in node.targets):
-            return ast.literal_eval(node.value)["id"]
+            return ast.literal_eval(node.value)
     raise AssertionError(f"{path}: no CASE")
 
 
@@ -154,7 +157,10 @@ def test_fixed_catalogue_cases_pass_under_spawn_and_forkserver(cli, tmp_path):
     # what it fixed is clean now (the refused findings and other rules' remain)
     after = _lint_json(cli, copy)
     assert not [f for f in after if Path(f["path"]) in changed and f["rule"] in FIXABLE]
-    ids = sorted(_case_id(p) for p in changed)
+    # The interactive-* cases feed their source to the interpreter on standard input: there
+    # ``__main__`` is no file a worker can import, whatever the source says (their fix is to
+    # save it as a file). Their rewrite is checked above; running them proves nothing.
+    ids = sorted(_case(p)["id"] for p in changed if not _case(p).get("stdin"))
     assert len(ids) >= 15, ids  # lambdas, local and guarded definitions, missing guards
     out = tmp_path / "shards"
     run = cli("run", "--catalogue", str(copy), "--cases", *ids, "--start-method", "spawn", "forkserver",
@@ -163,8 +169,9 @@ def test_fixed_catalogue_cases_pass_under_spawn_and_forkserver(cli, tmp_path):
     results = json.loads(shard.read_text(encoding="utf-8"))["results"]
     outcomes = {(r["case"], r["method"]): (r["outcome"], r["root_cause"]) for r in results}
     assert set(outcomes) == {(i, m) for i in ids for m in ("spawn", "forkserver")}, run.stderr
-    failed = {k: v for k, v in outcomes.items() if v[0] not in ("pass", "skipped")}
-    assert not failed, failed
+    failed = [f"{case} [{method}]: {outcome}: {cause}" for (case, method), (outcome, cause) in outcomes.items()
+              if outcome not in ("pass", "skipped")]
+    assert not failed, "\n".join(failed)
     skipped = {case for (case, _), (outcome, _) in outcomes.items() if outcome == "skipped"}
     assert all(case.startswith("vision-") for case in skipped), skipped  # torchvision not installed
 
