@@ -732,7 +732,23 @@ class ModuleAnalysis:
             else:
                 yield kw.arg, kw.value
 
+    def forks(self, call: ast.Call) -> bool:
+        """The loader's workers are forked (``multiprocessing_context="fork"``, or
+        ``get_context("fork")``): they inherit the dataset, nothing of it is pickled, and the
+        script is not imported again (spdl's ``multi_thread_preprocessing.py`` example)."""
+        for arg, value in self._keywords(call):
+            if arg != "multiprocessing_context":
+                continue
+            if isinstance(value, ast.Constant):
+                return value.value == "fork"
+            if isinstance(value, ast.Call) and self.dotted(value.func).endswith("get_context") and value.args:
+                first = value.args[0]
+                return isinstance(first, ast.Constant) and first.value == "fork"
+        return False
+
     def _loader_arguments(self, call: ast.Call) -> Iterator[tuple[str, ast.expr]]:
+        if self.forks(call):
+            return
         for name, position in DATALOADER_ARGS.items():
             for arg, value in self._keywords(call):
                 if arg == name:
@@ -871,7 +887,7 @@ class ModuleAnalysis:
             name = self.dotted(node.func)
             last = name.rsplit(".", 1)[-1]
             if self._is_loader_call(node, scope):
-                return self.workers_of(node, scope) != "zero"
+                return self.workers_of(node, scope) != "zero" and not self.forks(node)
             if name in _WORKER_STARTS:
                 return True
             if last in _WORKER_CLASSES and not name.startswith("multiprocessing.dummy"):

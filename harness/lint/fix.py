@@ -38,18 +38,23 @@ import builtins
 import keyword
 import re
 import symtable
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.lint.analyze import Hit, is_main_guard
 from harness.lint.engine import Finding, lint_source
-from harness.lint.sources import Source
+from harness.lint.sources import Source, SourceError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.inspect.hints import Hints
 
 __all__ = ["FIXABLE", "FixResult", "Unfixable", "fix_text"]
 
 #: The rules ``--fix`` rewrites.
-FIXABLE = ("HL101", "HL102", "HL103", "HL301", "HL302")
+FIXABLE = ("HL101", "HL102", "HL103", "HL201", "HL301", "HL302")
 #: Most fixes applied to one file (each is followed by a fresh lint of the result).
 MAX_FIXES = 50
 _BUILTINS = frozenset(dir(builtins))
@@ -70,14 +75,16 @@ class FixResult:
 
     Attributes:
         text: the fixed source (the original when nothing was fixed).
-        fixed: one line per applied fix (``24:47 HL101 lambda -> def transform``), at the
-            finding's place in the source as it was when that fix was made.
+        fixed: one line per applied fix (``24:47: HL101 fixed: lambda -> def transform``), at
+            the finding's place in the source as it was given.
         refused: ``(finding, reason)`` for each fixable finding left as it was.
     """
 
     text: str
     fixed: list[str] = field(default_factory=list)
     refused: list[tuple[Finding, str]] = field(default_factory=list)
+    #: ``line:column`` of each refused finding in the source as it was given (by ``id``)
+    places: dict[int, str] = field(default_factory=dict)
 
 
 # -- what the source binds -----------------------------------------------------------------------
@@ -674,10 +681,111 @@ def _plan_guard(module: _Module, hit: Hit) -> _Plan:
     for i in moved:
         if any(isinstance(n, (ast.Global, ast.Nonlocal, ast.Return)) for n in _own([body[i]])):
             raise Unfixable(f"line {body[i].lineno} cannot move into a block")
-    return _Plan("guard", moved=moved, merge=guard_index is not None)
+    # The work becomes ``def main():`` called under the guard; its names become main's locals,
+    # so nothing at module level may bind or read them, nor may the work look itself up by name.
+    work = [body[i] for i in moved]
+    guard_body = list(module.guard.body) if module.guard is not None else []
+    work_bound = set().union(*(_bound_by(s) for s in work))
+    if not work_bound:  # calls only: they go under the guard as they are
+        return _Plan("guard", moved=moved, merge=guard_index is not None)
+    for stmt in guard_body:
+        if isinstance(stmt, _DEFINITIONS):
+            raise Unfixable(f"the main guard defines {stmt.name!r} (HL302 moves it first)")
+    work += guard_body
+    work_bound |= set().union(*(_bound_by(s) for s in guard_body))
+    kept_bound = set().union(*(_bound_by(body[i]) for i in kept))
+    for name in sorted(work_bound & (kept_bound | needed)):
+        raise Unfixable(f"{name!r} is bound by the work and used at module level: in main() it would be a local")
+    dynamic = {"globals", "locals", "vars", "exec", "eval"}
+    for node in _own(work):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in dynamic:
+            raise Unfixable(f"line {node.lineno} calls {node.func.id}(), which would see main()'s names")
+    name = _module_name(module, "main", module.tree)
+    return _Plan("guard", moved=moved, merge=guard_index is not None, name=name)
 
 
-_PLANNERS = {"HL101": _plan_lambda, "HL102": _plan_move, "HL103": _plan_move,
+#: Handles a Dataset may open again in each worker, for reading, with the same arguments:
+#: dotted call -> (a stream whose position is state, the mode's position, its default). A
+#: temporary file, a lock, a logging handler, a generator, a module, a ``torch.Generator`` and a
+#: ``cv2.VideoCapture`` (its frame position) are not: opening another one is not the same thing.
+_REOPENABLE: dict[str, tuple[bool, int | None, str]] = {
+    "open": (True, 1, "r"), "io.open": (True, 1, "r"), "codecs.open": (True, 1, "r"),
+    "gzip.open": (True, 1, "rb"), "gzip.GzipFile": (True, 1, "rb"), "bz2.open": (True, 1, "rb"),
+    "bz2.BZ2File": (True, 1, "r"), "lzma.open": (True, 1, "rb"), "tarfile.open": (True, 1, "r"),
+    "zipfile.ZipFile": (False, 1, "r"), "h5py.File": (False, 1, "r"), "numpy.load": (False, None, ""),
+    "sqlite3.connect": (False, None, ""), "lmdb.open": (False, None, ""), "lmdb.Environment": (False, None, ""),
+}
+
+
+def _plan_resource(module: _Module, hit: Hit) -> _Plan:
+    """A Dataset's handles become openers (``functools.partial`` of the same call), opened at
+    the same moment as before in the parent, and again on first use in each worker: a property
+    opens it, and ``__getstate__`` leaves the open handle out of the pickle."""
+    from harness.lint.analyze import ModuleAnalysis
+
+    class_name = hit.name.split(".")[0]
+    classes = [n for n in ast.walk(module.tree) if isinstance(n, ast.ClassDef) and n.name == class_name
+               and n.lineno <= hit.line <= (n.end_lineno or n.lineno)]
+    if len(classes) != 1:
+        raise Unfixable(f"class {class_name!r} was not found once")
+    cls = classes[0]
+    hits = [h for h in ModuleAnalysis(module.tree).hits
+            if h.rule in ("HL201", "HL202") and h.name.startswith(f"{class_name}.")
+            and cls.lineno <= h.line <= (cls.end_lineno or cls.lineno)]
+    members = {n.name for n in cls.body if isinstance(n, _DEFINITIONS)}
+    members |= {t.id for n in cls.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+    if members & {"__getstate__", "__setstate__", "__reduce__", "__reduce_ex__", "__slots__", "__getattr__"}:
+        raise Unfixable("the class defines its own pickling or attribute lookup")
+    init = next(n for n in cls.body if isinstance(n, _FUNCTIONS) and n.name == "__init__")
+    me = init.args.args[0].arg if init.args.args else "self"
+    attributes: list[str] = []
+    for each in hits:
+        attribute = each.name.split(".", 1)[1]
+        if each.call not in _REOPENABLE:
+            raise Unfixable(f"self.{attribute} holds {each.call or each.label}: one opened again in each "
+                            "worker would not be the same thing (its position, or what it guards)")
+        statement = next((s for s in init.body if isinstance(s, ast.Assign) and s.lineno == each.line), None)
+        if statement is None or len(statement.targets) != 1 or not isinstance(statement.value, ast.Call):
+            raise Unfixable(f"self.{attribute} is not assigned the call itself, in __init__'s own body")
+        stream, position, default = _REOPENABLE[each.call]
+        call = statement.value
+        mode: ast.expr | None = next((k.value for k in call.keywords if k.arg == "mode"), None)
+        if mode is None and position is not None and len(call.args) > position:
+            mode = call.args[position]
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            raise Unfixable("its call takes *args or **kwargs")
+        text_mode = default if mode is None else (mode.value if isinstance(mode, ast.Constant) else None)
+        if position is not None and (not isinstance(text_mode, str) or set(text_mode) & set("wax+")):
+            raise Unfixable(f"self.{attribute} is not opened read-only (mode {text_mode!r})")
+        if each.call.startswith("lmdb.") and not any(
+                k.arg == "readonly" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords):
+            raise Unfixable(f"self.{attribute} is an lmdb environment opened for writing")
+        if each.call == "sqlite3.connect" and call.args and isinstance(call.args[0], ast.Constant) \
+                and call.args[0].value in (":memory:", ""):
+            raise Unfixable(f"self.{attribute} is an in-memory database: another connection is another database")
+        if f"_{attribute}" in members or f"_{attribute}_open" in members or attribute in members:
+            raise Unfixable(f"the class already has a member named like self.{attribute}")
+        # self.NAME is assigned once, in that statement, and never deleted
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and node.attr in (attribute, f"_{attribute}", f"_{attribute}_open") \
+                    and isinstance(node.ctx, (ast.Store, ast.Del)) and node is not statement.targets[0]:
+                raise Unfixable(f"self.{attribute} is assigned or deleted elsewhere")
+        if stream:
+            after = [n for s in init.body if s.lineno > statement.lineno for n in ast.walk(s)]
+            if any(isinstance(n, ast.Attribute) and n.attr == attribute and isinstance(n.value, ast.Name)
+                   and n.value.id == me for n in after):
+                raise Unfixable(f"__init__ reads self.{attribute} after opening it: a worker's own handle "
+                                "would not be where the parent's is")
+        attributes.append(attribute)
+    _functools_ok(module)
+    if not attributes:
+        raise Unfixable("no handle found")
+    return _Plan("resource", "ClassDef", module.ordinal(cls), name=me, captures=attributes,
+                 before=module.top_index(cls))
+
+
+_PLANNERS = {"HL101": _plan_lambda, "HL201": _plan_resource, "HL102": _plan_move, "HL103": _plan_move,
              "HL302": _plan_out_of_guard, "HL301": _plan_guard}
 
 
@@ -691,13 +799,15 @@ def _apply(text: str, plan: _Plan) -> str:
     module = cst.parse_module(text)
     if plan.action == "guard":
         return _apply_guard(module, plan)
+    if plan.action == "resource":
+        return _apply_resource(module, plan)
     return _apply_definition(module, plan)
 
 
 def _blank_lines(cst_module: object, count: int) -> list[object]:
     import libcst as cst
 
-    return [cst.EmptyLine() for _ in range(count)]
+    return [cst.EmptyLine(indent=False) for _ in range(count)]
 
 
 def _apply_definition(module: object, plan: _Plan) -> str:
@@ -815,7 +925,92 @@ def _apply_definition(module: object, plan: _Plan) -> str:
     return edited.with_changes(body=body).code
 
 
-def _leading_without_blanks(lines: Sequence[object]) -> list[object]:
+def _apply_resource(module: object, plan: _Plan) -> str:
+    import libcst as cst
+
+    assert isinstance(module, cst.Module)
+    me, attributes = plan.name, plan.captures
+    found: list[cst.ClassDef] = []
+
+    class Find(cst.CSTVisitor):
+        seen = 0
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            if Find.seen == plan.ordinal:
+                found.append(node)
+            Find.seen += 1
+
+    module.visit(Find())
+    if not found:
+        raise Unfixable("its class was not found by libcst")
+    target = found[0]
+    config = module.config_for_parsing
+
+    def opener(line: cst.SimpleStatementLine) -> list[cst.SimpleStatementLine] | None:
+        if len(line.body) != 1 or not isinstance(line.body[0], cst.Assign):
+            return None
+        assign = line.body[0]
+        (element,) = assign.targets
+        tgt = element.target
+        if not (isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value == me
+                and tgt.attr.value in attributes and isinstance(assign.value, cst.Call)):
+            return None
+        name, call = tgt.attr.value, assign.value
+        callee = module.code_for_node(call.func)
+        args = ", ".join(module.code_for_node(a).strip().rstrip(",") for a in call.args)
+        partial = f"functools.partial({callee}{', ' if args else ''}{args})"
+        first = cst.parse_statement(f"{me}._{name}_open = {partial}  # opened again in each worker\n", config=config)
+        second = cst.parse_statement(f"{me}._{name} = {me}._{name}_open()\n", config=config)
+        assert isinstance(first, cst.SimpleStatementLine) and isinstance(second, cst.SimpleStatementLine)
+        return [first.with_changes(leading_lines=line.leading_lines),
+                second.with_changes(trailing_whitespace=line.trailing_whitespace)]
+
+    properties = "".join(
+        f"@property\ndef {name}(self):\n"
+        f"    \"\"\"The handle: opened again on first use in a worker, which gets none in its pickle.\"\"\"\n"
+        f"    if self._{name} is None:\n        self._{name} = self._{name}_open()\n    return self._{name}\n\n"
+        for name in attributes)
+    dropped = "".join(f'    state["_{name}"] = None\n' for name in attributes)
+    extra = cst.parse_module(properties + "def __getstate__(self):\n    state = self.__dict__.copy()\n"
+                             + dropped + "    return state\n", config=config)
+
+    class Edit(cst.CSTTransformer):
+        def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+            if original.name.value != "__init__" or not isinstance(updated.body, cst.IndentedBlock):
+                return updated
+            body: list[cst.BaseStatement] = []
+            for stmt in updated.body.body:
+                made = opener(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
+                body.extend(made if made else [stmt])
+            return updated.with_changes(body=updated.body.with_changes(body=body))
+
+    def edit_class(cls: cst.ClassDef) -> cst.ClassDef:
+        edited = cls.visit(Edit())
+        assert isinstance(edited, cst.ClassDef) and isinstance(edited.body, cst.IndentedBlock)
+        members = list(edited.body.body)
+        index = next(i for i, m in enumerate(members) if isinstance(m, cst.FunctionDef) and m.name.value == "__init__")
+        added = [m.with_changes(leading_lines=[cst.EmptyLine(indent=False), *_leading_without_blanks(m.leading_lines)])
+                 for m in extra.body]
+        return edited.with_changes(body=edited.body.with_changes(body=[*members[:index + 1], *added, *members[index + 1:]]))
+
+    class Replace(cst.CSTTransformer):
+        def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+            return edit_class(updated) if original is target else updated
+
+    edited = module.visit(Replace())
+    assert isinstance(edited, cst.Module)
+    if _imports_functools(edited):
+        return edited.code
+    body = list(edited.body)
+    index = _import_slot(body, plan.before)
+    new_import = cst.parse_statement("import functools\n")
+    if index < len(body):
+        new_import = new_import.with_changes(leading_lines=[ln for ln in body[index].leading_lines if ln.comment is None])
+    body.insert(index, new_import)
+    return edited.with_changes(body=body).code
+
+
+def _leading_without_blanks(lines: Sequence[Any]) -> list[Any]:
     """A moved definition's comment lines above it, without the blank lines before them."""
     import libcst as cst
 
@@ -825,7 +1020,7 @@ def _leading_without_blanks(lines: Sequence[object]) -> list[object]:
     return out
 
 
-def _two_blank(lines: Sequence[object]) -> list[object]:
+def _two_blank(lines: Sequence[Any]) -> list[Any]:
     import libcst as cst
 
     lines = list(lines)
@@ -835,7 +1030,7 @@ def _two_blank(lines: Sequence[object]) -> list[object]:
             blanks += 1
         else:
             break
-    return [cst.EmptyLine() for _ in range(max(0, 2 - blanks))] + lines
+    return [cst.EmptyLine(indent=False) for _ in range(max(0, 2 - blanks))] + lines
 
 
 def _imports_functools(module: object) -> bool:
@@ -900,15 +1095,27 @@ def _apply_guard(module: object, plan: _Plan) -> str:
                 line = line.with_changes(indent=False, whitespace=cst.SimpleWhitespace(""))
             lines.append(line)
         moved[index] = moved[index].with_changes(leading_lines=lines)
+    old: list[cst.BaseStatement] = list(suite.body) if plan.merge else []
+    if old:
+        old[0] = old[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *old[0].leading_lines])  # type: ignore[attr-defined]
+    first_blanks = blanks if plan.moved[0] > 0 else []
+    if plan.name:  # def main(): the work (and what the guard did), called under the guard
+        function = cst.FunctionDef(name=cst.Name(plan.name), params=cst.Parameters(),
+                                   body=cst.IndentedBlock(body=[*moved, *old]), leading_lines=first_blanks)
+        call = cst.parse_statement(f"{plan.name}()\n")
+        new_guard = (guard.with_changes(body=suite.with_changes(body=[call]), leading_lines=_two_blank([]))
+                     if plan.merge else
+                     cst.If(test=cst.parse_expression('__name__ == "__main__"'), body=cst.IndentedBlock(body=[call]),
+                            leading_lines=_two_blank([])))
+        if stay and plan.moved[0] < len(stay):
+            function = function.with_changes(leading_lines=_two_blank(function.leading_lines))
+        return module.with_changes(body=[*stay, function, new_guard]).code
     if plan.merge:
-        old = list(suite.body)
-        if old:
-            old[0] = old[0].with_changes(leading_lines=[cst.EmptyLine(), *old[0].leading_lines])  # type: ignore[attr-defined]
         new_guard = guard.with_changes(body=suite.with_changes(body=[*moved, *old]),
                                        leading_lines=blanks or guard.leading_lines)
     else:
         new_guard = cst.If(test=cst.parse_expression('__name__ == "__main__"'), body=cst.IndentedBlock(body=moved),
-                           leading_lines=blanks if plan.moved[0] > 0 else [])
+                           leading_lines=first_blanks)
     if stay and plan.moved[0] < len(stay):  # definitions stayed after the moved work
         new_guard = new_guard.with_changes(leading_lines=_two_blank(new_guard.leading_lines))
     return module.with_changes(body=[*stay, new_guard]).code
@@ -921,13 +1128,16 @@ def _key(finding: Finding) -> tuple[str, str, str]:
     return (finding.rule, finding.hit.name, finding.hit.reaches)
 
 
-def fix_text(text: str, path: Path, *, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> FixResult:
+def fix_text(text: str, path: Path, *, select: Sequence[str] = (), ignore: Sequence[str] = (),
+             hints: Hints | None = None) -> FixResult:
     """Fix what can be fixed in one module's source.
 
     Args:
         text: the module's source.
         path: its file (for messages; a ``.ipynb`` is never rewritten).
         select, ignore: rule codes or prefixes, as for ``harness lint``.
+        hints: the catalogue's hints, which name each finding's case and fix (default: the
+            built-in catalogue and the project's, :func:`harness.inspect.hints.catalogue_hints`).
 
     Returns:
         The :class:`FixResult`: the fixed text, what was fixed and what was refused, with why.
@@ -938,9 +1148,23 @@ def fix_text(text: str, path: Path, *, select: Sequence[str] = (), ignore: Seque
     result = FixResult(text)
     if path.suffix != ".py":
         return result
+    if hints is None:
+        from harness.inspect.hints import catalogue_hints
+
+        hints = catalogue_hints()
     refused: dict[tuple[str, str, str], tuple[Finding, str]] = {}
+    findings = lint_source(Source(path, result.text), select=select, ignore=ignore, hints=hints)
+    # where each finding is in the file as it was: later passes see the rewritten text
+    where: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
+    for finding in findings:
+        where.setdefault(_key(finding), []).append((finding.line, finding.column))
+
+    def place(finding: Finding) -> str:
+        spots = where.get(_key(finding))
+        line, column = spots[0] if spots else (finding.line, finding.column)
+        return f"{line}:{column}"
+
     for _ in range(MAX_FIXES):
-        findings = lint_source(Source(path, result.text), select=select, ignore=ignore)
         todo = [f for f in findings if f.rule in FIXABLE and _key(f) not in refused]
         if not todo:
             break
@@ -950,10 +1174,11 @@ def fix_text(text: str, path: Path, *, select: Sequence[str] = (), ignore: Seque
             plan = _PLANNERS[finding.rule](module, finding.hit)
             new_text = _apply(result.text, plan)
             compile(new_text, str(path), "exec", dont_inherit=True)
+            after = lint_source(Source(path, new_text), select=select, ignore=ignore, hints=hints)
         except Unfixable as exc:
             refused[_key(finding)] = (finding, str(exc))
             continue
-        except (SyntaxError, ValueError, RecursionError) as exc:
+        except (SyntaxError, ValueError, RecursionError, SourceError) as exc:
             refused[_key(finding)] = (finding, f"the rewrite would not compile ({type(exc).__name__})")
             continue
         except Exception as exc:  # libcst's own ParserSyntaxError and the like: leave the file be
@@ -961,12 +1186,22 @@ def fix_text(text: str, path: Path, *, select: Sequence[str] = (), ignore: Seque
                 refused[_key(finding)] = (finding, f"libcst cannot rewrite it ({type(exc).__name__})")
                 continue
             raise
-        what = {"lambda": f"lambda -> def {plan.name}", "guard": "under if __name__ == \"__main__\":"}.get(
+        counts_before = Counter(map(_key, findings))
+        counts_after = Counter(map(_key, after))
+        if counts_after[_key(finding)] >= counts_before[_key(finding)] or any(
+                counts_after[k] > counts_before[k] for k in counts_after):
+            refused[_key(finding)] = (finding, "the rewrite would not remove it, or would add another finding")
+            continue
+        guarded = f"def {plan.name}(), called under the main guard" if plan.name else "under the main guard"
+        reopened = f"self.{', self.'.join(plan.captures)} opened again in each worker"
+        what = {"lambda": f"lambda -> def {plan.name}", "guard": guarded, "resource": reopened}.get(
             plan.action, f"{plan.rebind or plan.name} -> module level{' (functools.partial)' if plan.captures else ''}")
-        result.fixed.append(f"{finding.line}:{finding.column}: {finding.rule} fixed: {what}")
-        result.text = new_text
+        result.fixed.append(f"{place(finding)}: {finding.rule} fixed: {what}")
+        if where.get(_key(finding)):
+            where[_key(finding)].pop(0)
+        result.text, findings = new_text, after
         refused.clear()  # a fix may unblock another (a definition the guard held)
-    remaining = lint_source(Source(path, result.text), select=select, ignore=ignore)
     reasons = {k: r for k, (_, r) in refused.items()}
-    result.refused = [(f, reasons.get(_key(f), "")) for f in remaining if f.rule in FIXABLE and _key(f) in reasons]
+    result.refused = [(f, reasons.get(_key(f), "")) for f in findings if f.rule in FIXABLE and _key(f) in reasons]
+    result.places = {id(f): place(f) for f, _ in result.refused}
     return result

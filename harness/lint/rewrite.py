@@ -103,15 +103,18 @@ def rewrite_paths(paths: Iterable[Path], *, write: bool, select: Sequence[str] =
     Raises:
         SourceError: a given path does not exist (before anything is read or written).
     """
+    from harness.inspect.hints import catalogue_hints
+
     report = RewriteReport()
     diffs: list[str] = []
+    hints = catalogue_hints()
     for path in iter_files(list(paths), exclude):
         if path.suffix != ".py":
             continue
         try:
             raw = path.read_bytes()
             text, encoding = _decode(raw, path)
-            result = fix_text(text, path, select=select, ignore=ignore)
+            result = fix_text(text, path, select=select, ignore=ignore, hints=hints)
         except SourceError as exc:
             report.errors.append(str(exc).replace("; not checked", "; not fixed"))
             continue
@@ -119,7 +122,9 @@ def rewrite_paths(paths: Iterable[Path], *, write: bool, select: Sequence[str] =
             report.errors.append(f"{path}: cannot be read ({exc.strerror or exc}); not fixed")
             continue
         for finding, why in result.refused:
-            report.notes.append(f"{path}:{finding.line}:{finding.column}: {finding.rule} not fixed: {why}")
+            suggestion = f"; the catalogue's fix: harness explain {finding.fix}" if finding.fix else ""
+            spot = result.places.get(id(finding), f"{finding.line}:{finding.column}")
+            report.notes.append(f"{path}:{spot}: {finding.rule} not fixed: {why}{suggestion}")
         if result.text == text:
             continue
         for line in result.fixed:

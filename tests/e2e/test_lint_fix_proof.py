@@ -12,7 +12,7 @@
   script without a main guard, a statement that moved under it unchanged), and every added
   line is that node's own text moved, a new ``def``/``return`` made of it, the lambda's line with
   the lambda replaced by a name, ``import functools``, a ``functools.partial`` binding, the
-  guard line, or blank.
+  guard line and the call of the ``main()`` that holds the moved work, or blank.
 
 The refused findings are the ones no fix can keep equal: they are listed with why.
 
@@ -117,7 +117,8 @@ def assert_only_rewritten(original: str, fixed: str, findings: list[dict]) -> No
         text = line.strip()
         if not text or text == "import functools" or text in texts:
             continue
-        if guard and (text == 'if __name__ == "__main__":' or (line.startswith("    ") and line[4:] in moved)):
+        if guard and (text == 'if __name__ == "__main__":' or re.fullmatch(r"\w+\(\)", text)
+                      or (line.startswith("    ") and line[4:] in moved)):
             continue
         if re.fullmatch(r"(?:async )?def \w+\(.*\):(?:  #.*)?", text) or re.fullmatch(rf"\w+ = {_PARTIAL}", text):
             continue
