@@ -192,3 +192,57 @@ def test_select_limits_what_is_fixed(cli, tmp_path):
     script.write_text(SCRIPT, encoding="utf-8")
     proc = cli("lint", "--diff", "--select", "HL3", str(script))
     assert proc.returncode == 0 and proc.stdout == ""
+
+
+def test_fix_lines_are_those_of_the_file_as_it_was(cli, tmp_path):
+    """Each fix moves code; what stderr names is where the finding was in the original file."""
+    script = tmp_path / "two.py"
+    script.write_text(textwrap.dedent('''\
+        from torch.utils.data import DataLoader
+
+
+        def main(ds):
+            a = DataLoader(ds, num_workers=2, collate_fn=lambda b: b)
+            b = DataLoader(ds, num_workers=2, worker_init_fn=lambda i: None)
+            return a, b
+        '''), encoding="utf-8")
+    proc = cli("lint", "--diff", str(script))
+    assert f"{script}:5:50: HL101 fixed: lambda -> def collate_fn" in proc.stderr
+    assert f"{script}:6:54: HL101 fixed: lambda -> def worker_init_fn" in proc.stderr
+
+
+def test_refused_resource_names_the_catalogue_fix(cli, tmp_path):
+    script = tmp_path / "locked.py"
+    script.write_text(textwrap.dedent('''\
+        import threading
+
+        from torch.utils.data import Dataset
+
+
+        class Locked(Dataset):
+            def __init__(self):
+                self.lock = threading.Lock()
+        '''), encoding="utf-8")
+    proc = cli("lint", "--diff", str(script))
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert "HL201 not fixed: self.lock holds threading.Lock" in proc.stderr
+    assert "the catalogue's fix: harness explain dataset-lock-lazy" in proc.stderr
+
+
+def test_a_loader_with_a_fork_context_pickles_nothing(cli, tmp_path):
+    """``multiprocessing_context="fork"`` forks the workers: the dataset is inherited, not
+    pickled, and the script is not imported again (torch.utils.data.DataLoader's docs)."""
+    script = tmp_path / "forked.py"
+    script.write_text(textwrap.dedent('''\
+        import multiprocessing as mp
+
+        from torch.utils.data import DataLoader
+
+
+        def main(ds):
+            a = DataLoader(ds, num_workers=2, collate_fn=lambda b: b, multiprocessing_context="fork")
+            b = DataLoader(ds, num_workers=2, collate_fn=lambda b: b, multiprocessing_context=mp.get_context("fork"))
+            c = DataLoader(ds, num_workers=2, collate_fn=lambda b: b, multiprocessing_context="spawn")
+            return a, b, c
+        '''), encoding="utf-8")
+    assert [(f["line"], f["rule"]) for f in _findings(cli, script)] == [(9, "HL101")]
