@@ -55,8 +55,10 @@ __all__ = ["FIXABLE", "FixResult", "Unfixable", "fix_text"]
 
 #: The rules ``--fix`` rewrites.
 FIXABLE = ("HL101", "HL102", "HL103", "HL201", "HL301", "HL302")
-#: Most fixes applied to one file (each is followed by a fresh lint of the result).
-MAX_FIXES = 50
+#: Most fixes applied to one file (each is followed by a fresh lint of the result), and most
+#: attempts, refusals included; what is left past them is named, to be fixed by another run.
+MAX_FIXES = 200
+MAX_ATTEMPTS = 2000
 _BUILTINS = frozenset(dir(builtins))
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEFINITIONS = (*_FUNCTIONS, ast.ClassDef)
@@ -180,6 +182,11 @@ class _Module:
             for name in _bound_by(stmt):
                 self.first_binding.setdefault(name, index)
         self.guard_only = guarded - set(self.first_binding)
+        counts = Counter(n for stmt in self.tree.body for n in _bound_by(stmt))
+        counts.update(n for stmt in self.tree.body if is_main_guard(stmt) for sub in stmt.body  # type: ignore[attr-defined]
+                      for n in _bound_by(sub))
+        self.rebound = {n for n, c in counts.items() if c > 1}
+        self.rebound |= {n for g in ast.walk(self.tree) if isinstance(g, ast.Global) for n in g.names}
         self.future_annotations = any(
             isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations" for a in s.names)
             for s in self.tree.body)
@@ -292,14 +299,60 @@ def _definition_time_names(module: _Module, node: ast.AST) -> set[str]:
     return names
 
 
-def _check_definition_time(module: _Module, node: ast.AST, before: int, exclude: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-    """Raise :class:`Unfixable` when ``node``, defined at module level just before the
-    top-level statement ``before``, would read a name not yet bound there."""
-    for name in sorted(_definition_time_names(module, node) - exclude):
-        if name in _BUILTINS and name not in module.first_binding and name not in module.guard_only:
+def _immutable(node: ast.AST) -> bool:
+    """A literal that is the same value however often it is evaluated: numbers, strings,
+    bytes, ``None``, tuples of those (a list or dict default is a new object each time)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(_immutable(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _immutable(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _immutable(node.left) and _immutable(node.right)
+    return False
+
+
+def _check_definition_time(module: _Module, node: ast.AST, before: int) -> None:
+    """Raise :class:`Unfixable` unless ``node``, defined once at module level just before the
+    top-level statement ``before`` instead of where it was, is made with the same values:
+    what its decorators, defaults, annotations and bases read must be module names bound
+    once, by a statement before ``before`` (or builtins nothing rebinds), and its default
+    values plain names or immutable literals (a ``[]`` default, or a lambda one, made each time
+    the enclosing code ran would become one object)."""
+    for name in sorted(_definition_time_names(module, node)):
+        if name in _BUILTINS and name not in module.first_binding and name not in module.guard_only \
+                and name not in module.rebound:
             continue
         if module.first_binding.get(name, len(module.tree.body)) >= before:
             raise Unfixable(f"its definition reads {name!r}, which is not bound at module level before it")
+        if name in module.rebound:
+            raise Unfixable(f"its definition reads {name!r}, which the module binds more than once")
+    defaults: list[ast.expr] = []
+    for sub in [node, *(n for n in ast.walk(node) if isinstance(n, _FUNCTIONS))] if isinstance(node, ast.ClassDef) else [node]:
+        if isinstance(sub, (*_FUNCTIONS, ast.Lambda)):
+            defaults += [*sub.args.defaults, *(d for d in sub.args.kw_defaults if d is not None)]
+    for default in defaults:
+        if not (_immutable(default) or _inert(default) and not isinstance(default, (ast.List, ast.Subscript))):
+            raise Unfixable(f"its default at line {default.lineno} is made anew each time it is defined")
+    if isinstance(node, ast.ClassDef):
+        if node.keywords:
+            raise Unfixable("its class keywords run code of a base class when it is defined")
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if not (_inert(target) and ast.unparse(target).split(".")[-1] == "dataclass"):
+                raise Unfixable("it is decorated (a class decorator may depend on where it runs)")
+        for stmt in node.body:
+            if isinstance(stmt, (*_FUNCTIONS, ast.Pass)) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                continue
+            if isinstance(stmt, ast.AnnAssign) and (stmt.value is None or _immutable(stmt.value)):
+                continue
+            if isinstance(stmt, ast.Assign) and _immutable(stmt.value):
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                _check_definition_time(module, stmt, before)
+                continue
+            raise Unfixable(f"its body runs code at line {stmt.lineno} each time the class is made")
 
 
 def _check_no_guard_names(module: _Module, node: ast.AST) -> None:
@@ -357,6 +410,9 @@ def _check_captures(module: _Module, node: ast.AST, captures: list[str]) -> None
     enclosing = module.enclosing_functions(node)
     if any(isinstance(a, _COMPREHENSIONS) for a in module.ancestors(node)):
         raise Unfixable("it is inside a comprehension and reads its locals")
+    from harness.lint.analyze import RESOURCE_CALLS, ModuleAnalysis
+
+    resolver = ModuleAnalysis(module.tree)
     for name in captures:
         if name in ("self", "cls"):
             raise Unfixable(f"it reads {name!r}: a partial would pickle that whole object into every worker")
@@ -371,6 +427,16 @@ def _check_captures(module: _Module, node: ast.AST, captures: list[str]) -> None
         if len(sites) != 1:
             raise Unfixable(f"it reads {name!r}, which is bound {len(sites)} times in {getattr(owner, 'name', 'the lambda')!r}")
         how, site = sites[0]
+        args = getattr(owner, "args", None)
+        if how == "param" and args is not None and [*args.posonlyargs, *args.args][:1] \
+                and [*args.posonlyargs, *args.args][0].arg == name \
+                and any(isinstance(a, ast.ClassDef) for a in module.ancestors(owner)):
+            raise Unfixable(f"it reads {name!r}, the instance a method is called on: a partial would "
+                            "pickle that whole object into every worker")
+        if how == "assign" and isinstance(site.value, ast.Call):  # type: ignore[attr-defined]
+            called = resolver.dotted(site.value.func)  # type: ignore[attr-defined]
+            if called in RESOURCE_CALLS or called.endswith((".Lock", ".RLock", "Client", "Connection")):
+                raise Unfixable(f"it reads {name!r}, a {called} that cannot be pickled into a worker")
         if how == "other":
             raise Unfixable(f"it reads {name!r}, which is bound by a loop, a with, an import or another "
                             "statement that is no plain assignment or parameter")
@@ -402,6 +468,9 @@ def _module_name(module: _Module, wanted: str, site: ast.AST) -> str:
     taken = set(module.first_binding) | module.guard_only | module.globals_anywhere | module.generated
     for function in module.enclosing_functions(site):
         taken |= set(module.table(function).get_identifiers())
+    for owner in module.ancestors(site):
+        if isinstance(owner, ast.ClassDef):
+            taken |= set().union(*(_bound_by(stmt) for stmt in owner.body))
     name, n = base, 1
     while name in taken or name in _BUILTINS or keyword.iskeyword(name):
         name = f"{base}_{n}"
@@ -411,10 +480,19 @@ def _module_name(module: _Module, wanted: str, site: ast.AST) -> str:
 
 
 def _functools_ok(module: _Module) -> None:
-    bound = [s for s in module.tree.body for n in _bound_by(s) if n == "functools"]
-    if any(not (isinstance(s, ast.Import) and any(a.name == "functools" and not a.asname for a in s.names))
-           for s in bound):
-        raise Unfixable("the module binds 'functools' to something else")
+    """Raise unless ``functools`` can only mean the module: no scope binds the name otherwise."""
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Name) and node.id == "functools" and isinstance(node.ctx, (ast.Store, ast.Del)) \
+                or isinstance(node, ast.arg) and node.arg == "functools" \
+                or isinstance(node, ast.Global) and "functools" in node.names \
+                or isinstance(node, _DEFINITIONS) and node.name == "functools":
+            raise Unfixable("the module binds 'functools' to something else")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound = (alias.asname or alias.name).split(".")[0]
+                plain = isinstance(node, ast.Import) and alias.name == "functools" and not alias.asname
+                if bound == "functools" and not (plain and node in module.tree.body):
+                    raise Unfixable("the module binds 'functools' to something else")
 
 
 # -- the plans -----------------------------------------------------------------------------------
@@ -459,11 +537,28 @@ def _qualnames(module: _Module) -> dict[ast.AST, str]:
     return out
 
 
+def _check_class_bound(module: _Module, node: ast.AST) -> None:
+    """Raise when ``node`` depends on the class it is written in: a private name (``__x``, which
+    Python mangles to ``_Class__x`` inside a class body), or zero-argument ``super()`` and
+    ``__class__`` (the ``__class__`` cell of the class's methods)."""
+    if not any(isinstance(a, ast.ClassDef) for a in module.ancestors(node)):
+        return
+    for sub in ast.walk(node):
+        name = (sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute)
+                else sub.arg if isinstance(sub, ast.arg) else "")
+        if name.startswith("__") and not name.endswith("__"):
+            raise Unfixable(f"it uses {name!r}, which Python mangles with the name of the class it is in")
+        if name == "__class__" or (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name)
+                                   and sub.func.id == "super" and not sub.args):
+            raise Unfixable("it uses super() or __class__, which need the class it is in")
+
+
 def _plan_lambda(module: _Module, hit: Hit) -> _Plan:
     node = _locate(module, hit, (ast.Lambda,))
     assert isinstance(node, ast.Lambda)
     if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.Await)) for n in ast.walk(node.body)):
         raise Unfixable("its body yields or assigns")
+    _check_class_bound(module, node)
     before = module.top_index(node)
     _check_no_guard_names(module, node)
     captures = module.frees(node)
@@ -502,6 +597,7 @@ def _plan_move(module: _Module, hit: Hit) -> _Plan:
     enclosing = module.enclosing_functions(node)
     if any(isinstance(f, ast.Lambda) for f in enclosing):
         raise Unfixable("it is inside a lambda")
+    _check_class_bound(module, node)
     parent = module.parent[node]
     if not any(node in getattr(parent, f, ()) for f in ("body", "orelse", "finalbody")) or isinstance(parent, ast.ClassDef):
         raise Unfixable("it is not a statement of a function body")
@@ -631,6 +727,10 @@ def _plan_guard(module: _Module, hit: Hit) -> _Plan:
         return isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _pure(stmt.value)
 
     kept = {i for i in range(end) if definition_like(i, body[i])}
+    # a call made for its effect before the worker start (``torch.set_default_dtype(...)``,
+    # ``logging.basicConfig(...)``, ``setup()``) may set up the process the workers need: it
+    # stays at module level, where a spawned worker runs it again, as before
+    kept |= {i for i, stmt in enumerate(body[:hit_index]) if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)}
     # what the definitions read when called (in a worker too), and, to a fixpoint, what the
     # statements binding that read, and the method calls that set those objects up
     # (``parser.add_argument(...)``): those statements stay at module level
@@ -863,9 +963,12 @@ def _apply_definition(module: object, plan: _Plan) -> str:
             params = params.with_changes(star_arg=star, kwonly_params=[*params.kwonly_params, *extra])
         params_code = module.code_for_node(params)
         body_code = module.code_for_node(target.body)
+        if module.code_for_node(target).count("#") > params_code.count("#") + body_code.count("#"):
+            raise Unfixable("a comment inside it would be lost")
         if "\n" in body_code or "\r" in body_code:
             body_code = f"({body_code})"  # a line break inside brackets is still one line
-        new_definition = cst.parse_statement(f"def {plan.name}({params_code}):\n    return {body_code}\n",
+        nl = module.default_newline
+        new_definition = cst.parse_statement(f"def {plan.name}({params_code}):{nl}    return {body_code}{nl}",
                                              config=module.config_for_parsing)
         replacement: cst.BaseExpression = cst.parse_expression(partial) if partial else cst.Name(plan.name)
         replacement = replacement.with_changes(lpar=target.lpar, rpar=target.rpar) if target.lpar else replacement
@@ -885,7 +988,7 @@ def _apply_definition(module: object, plan: _Plan) -> str:
             moved = moved.with_changes(name=cst.Name(plan.name), params=params)
         new_definition = moved.with_changes(leading_lines=[*_leading_without_blanks(moved.leading_lines)])
         replaced_with = None
-        in_place = (cst.parse_statement(f"{plan.rebind} = {partial}\n", config=module.config_for_parsing)
+        in_place = (cst.parse_statement(f"{plan.rebind} = {partial}{module.default_newline}", config=module.config_for_parsing)
                     .with_changes(leading_lines=target.leading_lines)) if partial else None
     new_definition = new_definition.with_changes(
         leading_lines=[*_blank_lines(module, 2), *new_definition.leading_lines])
@@ -966,8 +1069,9 @@ def _apply_resource(module: object, plan: _Plan) -> str:
         callee = module.code_for_node(call.func)
         args = ", ".join(module.code_for_node(a).strip().rstrip(",") for a in call.args)
         partial = f"functools.partial({callee}{', ' if args else ''}{args})"
-        first = cst.parse_statement(f"{me}._{name}_open = {partial}  # opened again in each worker\n", config=config)
-        second = cst.parse_statement(f"{me}._{name} = {me}._{name}_open()\n", config=config)
+        nl = module.default_newline
+        first = cst.parse_statement(f"{me}._{name}_open = {partial}  # opened again in each worker{nl}", config=config)
+        second = cst.parse_statement(f"{me}._{name} = {me}._{name}_open(){nl}", config=config)
         assert isinstance(first, cst.SimpleStatementLine) and isinstance(second, cst.SimpleStatementLine)
         return [first.with_changes(leading_lines=line.leading_lines),
                 second.with_changes(trailing_whitespace=line.trailing_whitespace)]
@@ -978,8 +1082,8 @@ def _apply_resource(module: object, plan: _Plan) -> str:
         f"    if self._{name} is None:\n        self._{name} = self._{name}_open()\n    return self._{name}\n\n"
         for name in attributes)
     dropped = "".join(f'    state["_{name}"] = None\n' for name in attributes)
-    extra = cst.parse_module(properties + "def __getstate__(self):\n    state = self.__dict__.copy()\n"
-                             + dropped + "    return state\n", config=config)
+    extra = cst.parse_module((properties + "def __getstate__(self):\n    state = self.__dict__.copy()\n"
+                              + dropped + "    return state\n").replace("\n", module.default_newline), config=config)
 
     class Edit(cst.CSTTransformer):
         def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
@@ -1054,6 +1158,13 @@ def _imports_functools(module: object) -> bool:
     return False
 
 
+def _is_future(stmt: Any) -> bool:
+    import libcst as cst
+
+    first = stmt.body[0]
+    return isinstance(first, cst.ImportFrom) and isinstance(first.module, cst.Name) and first.module.value == "__future__"
+
+
 def _import_slot(body: Sequence[object], limit: int) -> int:
     """Where ``import functools`` goes: before the first top-level import (``__future__``
     aside) ahead of ``limit``, where the standard library's imports go; else after the
@@ -1073,7 +1184,9 @@ def _import_slot(body: Sequence[object], limit: int) -> int:
     if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
             and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
         index = 1
-    return min(index, limit)
+    while index < len(body) and is_import(body[index]) and _is_future(body[index]):
+        index += 1  # after the __future__ imports, which must come first
+    return min(index, max(limit, index))
 
 
 def _apply_guard(module: object, plan: _Plan) -> str:
@@ -1159,21 +1272,37 @@ def fix_text(text: str, path: Path, *, select: Sequence[str] = (), ignore: Seque
         from harness.inspect.hints import catalogue_hints
 
         hints = catalogue_hints()
-    refused: dict[tuple[str, str, str], tuple[Finding, str]] = {}
+    # refusals by place in the current text (two lambdas reaching collate_fn in one function
+    # share a name; a fix moves lines, and then every refusal is tried again)
+    refused: dict[tuple[str, int, int], tuple[Finding, str]] = {}
+
+    def spot(finding: Finding) -> tuple[str, int, int]:
+        return (finding.rule, finding.line, finding.column)
+
+    fixes = 0
     findings = lint_source(Source(path, result.text), select=select, ignore=ignore, hints=hints)
     # where each finding is in the file as it was: later passes see the rewritten text
     where: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
     for finding in findings:
         where.setdefault(_key(finding), []).append((finding.line, finding.column))
 
+    def rank(finding: Finding) -> int:
+        """Its index among the current findings of its key (moves keep their order)."""
+        same = [f for f in findings if _key(f) == _key(finding)]
+        return next((i for i, f in enumerate(same) if f is finding), 0)
+
     def place(finding: Finding) -> str:
-        spots = where.get(_key(finding))
-        line, column = spots[0] if spots else (finding.line, finding.column)
+        spots = where.get(_key(finding), [])
+        index = rank(finding)
+        line, column = spots[index] if index < len(spots) else (finding.line, finding.column)
         return f"{line}:{column}"
 
-    for _ in range(MAX_FIXES):
-        todo = [f for f in findings if f.rule in FIXABLE and _key(f) not in refused]
-        if not todo:
+    for _ in range(MAX_ATTEMPTS):
+        todo = [f for f in findings if f.rule in FIXABLE and spot(f) not in refused]
+        if not todo or fixes >= MAX_FIXES:
+            for finding in todo:
+                refused[spot(finding)] = (finding, f"not tried: more than {MAX_FIXES} fixes in one file; "
+                                                   "run --fix again")
             break
         finding = todo[0]
         try:
@@ -1183,32 +1312,32 @@ def fix_text(text: str, path: Path, *, select: Sequence[str] = (), ignore: Seque
             compile(new_text, str(path), "exec", dont_inherit=True)
             after = lint_source(Source(path, new_text), select=select, ignore=ignore, hints=hints)
         except Unfixable as exc:
-            refused[_key(finding)] = (finding, str(exc))
+            refused[spot(finding)] = (finding, str(exc))
             continue
         except (SyntaxError, ValueError, RecursionError, SourceError) as exc:
-            refused[_key(finding)] = (finding, f"the rewrite would not compile ({type(exc).__name__})")
+            refused[spot(finding)] = (finding, f"the rewrite would not compile ({type(exc).__name__})")
             continue
         except Exception as exc:  # libcst's own ParserSyntaxError and the like: leave the file be
             if type(exc).__module__.startswith("libcst"):
-                refused[_key(finding)] = (finding, f"libcst cannot rewrite it ({type(exc).__name__})")
+                refused[spot(finding)] = (finding, f"libcst cannot rewrite it ({type(exc).__name__})")
                 continue
             raise
         counts_before = Counter(map(_key, findings))
         counts_after = Counter(map(_key, after))
         if counts_after[_key(finding)] >= counts_before[_key(finding)] or any(
                 counts_after[k] > counts_before[k] for k in counts_after):
-            refused[_key(finding)] = (finding, "the rewrite would not remove it, or would add another finding")
+            refused[spot(finding)] = (finding, "the rewrite would not remove it, or would add another finding")
             continue
         guarded = f"def {plan.name}(), called under the main guard" if plan.name else "under the main guard"
         reopened = f"self.{', self.'.join(plan.captures)} opened again in each worker"
         what = {"lambda": f"lambda -> def {plan.name}", "guard": guarded, "resource": reopened}.get(
             plan.action, f"{plan.rebind or plan.name} -> module level{' (functools.partial)' if plan.captures else ''}")
         result.fixed.append(f"{place(finding)}: {finding.rule} fixed: {what}")
-        if where.get(_key(finding)):
-            where[_key(finding)].pop(0)
+        if rank(finding) < len(where.get(_key(finding), [])):
+            where[_key(finding)].pop(rank(finding))
         result.text, findings = new_text, after
+        fixes += 1
         refused.clear()  # a fix may unblock another (a definition the guard held)
-    reasons = {k: r for k, (_, r) in refused.items()}
-    result.refused = [(f, reasons.get(_key(f), "")) for f in findings if f.rule in FIXABLE and _key(f) in reasons]
+    result.refused = [(f, refused[spot(f)][1]) for f in findings if f.rule in FIXABLE and spot(f) in refused]
     result.places = {id(f): place(f) for f, _ in result.refused}
     return result

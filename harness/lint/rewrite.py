@@ -68,7 +68,10 @@ def _write_atomically(path: Path, data: bytes) -> None:
     """
     target = path.resolve()
     mode = stat.S_IMODE(target.stat().st_mode)
-    if not os.access(target, os.W_OK):
+    folder = stat.S_IMODE(target.parent.stat().st_mode)
+    # the permission bits, not only access(2): root may write anything, but a file or folder
+    # its owner made read-only is not this tool's to rewrite
+    if not os.access(target, os.W_OK) or not mode & 0o222 or not folder & 0o222:
         raise PermissionError(f"{path} is read-only")
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".harness-fix", dir=target.parent)
     try:
@@ -112,6 +115,9 @@ def rewrite_paths(paths: Iterable[Path], *, write: bool, select: Sequence[str] =
         if path.suffix != ".py":
             continue
         try:
+            if not stat.S_ISREG(path.stat().st_mode):  # a FIFO or device would block or never end
+                report.errors.append(f"{path}: not a regular file; not fixed")
+                continue
             raw = path.read_bytes()
             text, encoding = _decode(raw, path)
             result = fix_text(text, path, select=select, ignore=ignore, hints=hints)

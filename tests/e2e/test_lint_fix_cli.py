@@ -113,15 +113,30 @@ def test_unparsable_file_is_one_line_and_others_are_fixed(cli, tmp_path):
     assert (tmp_path / "broken.py").read_text(encoding="utf-8").endswith("def f(:\n")
 
 
-@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0, reason="root writes read-only files")
-def test_read_only_file_is_one_error_line(cli, tmp_path):
-    script = tmp_path / "train.py"
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits")
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_read_only_file_or_folder_is_one_error_line(cli, tmp_path, what):
+    """Refused by the permission bits too, so that root (which access(2) lets write) leaves it."""
+    folder = tmp_path / "src"
+    folder.mkdir()
+    script = folder / "train.py"
     script.write_text(SCRIPT, encoding="utf-8")
-    script.chmod(stat.S_IRUSR)
-    proc = cli("lint", "--fix", str(script))
+    (script if what == "file" else folder).chmod(stat.S_IRUSR | (stat.S_IXUSR if what == "folder" else 0))
+    try:
+        proc = cli("lint", "--fix", str(script))
+    finally:
+        folder.chmod(stat.S_IRWXU)
     assert proc.returncode == 1
     assert f"{script}: is read-only; not fixed" in proc.stderr
     assert script.read_text(encoding="utf-8") == SCRIPT
+    assert sorted(p.name for p in folder.iterdir()) == ["train.py"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_fifo_named_py_is_one_line_not_a_hang(cli, tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    proc = cli("lint", "--diff", str(tmp_path), timeout=60)
+    assert "pipe.py: not a regular file; not fixed" in proc.stderr
 
 
 def test_read_only_file_refused_even_as_root(tmp_path, monkeypatch):
