@@ -261,3 +261,38 @@ def test_a_loader_with_a_fork_context_pickles_nothing(cli, tmp_path):
             return a, b, c
         '''), encoding="utf-8")
     assert [(f["line"], f["rule"]) for f in _findings(cli, script)] == [(9, "HL101")]
+
+
+# What a fix would change in what the program does (each found by a hostile review): refused,
+# the file left as it was, the reason named.
+UNPROVABLE = {
+    "default_read_later": ("SCALE = 1\n\ndef main(ds):\n"
+                           "    return DataLoader(ds, num_workers=2, collate_fn=lambda b, s=SCALE: b * s)\n\n"
+                           "SCALE = 5\n", "'SCALE', which the module binds more than once"),
+    "mutable_default": ("def main(ds):\n    def t(i, seen=[]):\n        seen.append(i)\n        return i\n"
+                        "    return DataLoader(ds, num_workers=2, collate_fn=t)\n", "made anew each time"),
+    "class_body_code": ("def main():\n    class D(Dataset):\n        print('defining D')\n"
+                        "        def __len__(self):\n            return 1\n"
+                        "    return DataLoader(D(), num_workers=2)\n", "its body runs code"),
+    "mangled_name": ("class Maker:\n    __scale = 3\n\n    def loader(self, ds):\n"
+                     "        return DataLoader(ds, num_workers=2, collate_fn=lambda b: b * Maker.__scale)\n",
+                     "mangles"),
+    "captured_lock": ("import threading\n\ndef main(ds):\n    lock = threading.Lock()\n\n"
+                      "    def t(b):\n        with lock:\n            return b\n"
+                      "    return DataLoader(ds, num_workers=2, collate_fn=t)\n", "cannot be pickled"),
+    "functools_shadowed": ("def main(ds, functools=None):\n    k = 2\n"
+                           "    return DataLoader(ds, num_workers=2, collate_fn=lambda b: b * k)\n",
+                           "binds 'functools' to something else"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNPROVABLE))
+def test_a_fix_that_would_change_behaviour_is_refused(cli, tmp_path, name):
+    body, reason = UNPROVABLE[name]
+    script = tmp_path / f"{name}.py"
+    source = "from torch.utils.data import DataLoader, Dataset\n\n" + body
+    script.write_text(source, encoding="utf-8")
+    proc = cli("lint", "--fix", str(script))
+    assert script.read_text(encoding="utf-8") == source
+    assert "not fixed" in proc.stderr and reason in proc.stderr, proc.stderr
+    assert proc.returncode == 1
