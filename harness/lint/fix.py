@@ -437,6 +437,9 @@ def _check_captures(module: _Module, node: ast.AST, captures: list[str]) -> None
             called = resolver.dotted(site.value.func)  # type: ignore[attr-defined]
             if called in RESOURCE_CALLS or called.endswith((".Lock", ".RLock", "Client", "Connection")):
                 raise Unfixable(f"it reads {name!r}, a {called} that cannot be pickled into a worker")
+        if how == "other" and isinstance(site, _DEFINITIONS):
+            raise Unfixable(f"it calls {name!r}, defined in {getattr(owner, 'name', 'the lambda')!r}: "
+                            f"move {name!r} to module level first")
         if how == "other":
             raise Unfixable(f"it reads {name!r}, which is bound by a loop, a with, an import or another "
                             "statement that is no plain assignment or parameter")
@@ -727,10 +730,6 @@ def _plan_guard(module: _Module, hit: Hit) -> _Plan:
         return isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and _pure(stmt.value)
 
     kept = {i for i in range(end) if definition_like(i, body[i])}
-    # a call made for its effect before the worker start (``torch.set_default_dtype(...)``,
-    # ``logging.basicConfig(...)``, ``setup()``) may set up the process the workers need: it
-    # stays at module level, where a spawned worker runs it again, as before
-    kept |= {i for i, stmt in enumerate(body[:hit_index]) if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)}
     # what the definitions read when called (in a worker too), and, to a fixpoint, what the
     # statements binding that read, and the method calls that set those objects up
     # (``parser.add_argument(...)``): those statements stay at module level
@@ -768,7 +767,15 @@ def _plan_guard(module: _Module, hit: Hit) -> _Plan:
             if i > moved[0] and isinstance(body[i], (ast.Assign, ast.AnnAssign)) and not (_bound_by(body[i]) & needed):
                 kept.discard(i)
         moved = [i for i in range(end) if i not in kept]
-    if hit_index not in moved:
+    # a call made for its effect before the worker start (``torch.set_default_dtype(...)``,
+    # ``logging.basicConfig(...)``, ``setup()``) may set up the process the workers need: it
+    # stays at module level, where a spawned worker runs it again as before, unless it works
+    # on what moves (``parser.add_argument(...)`` when ``parser`` moves into main)
+    moving = set().union(*(_bound_by(body[i]) for i in moved))
+    kept |= {i for i, stmt in enumerate(body[:hit_index]) if isinstance(stmt, ast.Expr)
+             and isinstance(stmt.value, ast.Call) and not (_loaded([stmt]) & moving)}
+    moved = [i for i in range(end) if i not in kept]
+    if not moved or hit_index not in moved:
         raise Unfixable(f"line {body[hit_index].lineno} starts workers and binds what the script's "
                         "definitions read")
     for i in sorted(kept):
@@ -777,7 +784,7 @@ def _plan_guard(module: _Module, hit: Hit) -> _Plan:
         stmt = body[i]
         if not _inert_definition(stmt):
             raise Unfixable(f"line {stmt.lineno} would have to stay at module level, after work that "
-                            "moves under the guard")
+                            f"moves under the guard (line {body[moved[0]].lineno})")
         earlier = set().union(*(_loaded([body[j]]) | _bound_by(body[j]) for j in moved if j < i))
         if _bound_by(stmt) & earlier:
             raise Unfixable(f"line {stmt.lineno} binds a name the work before it uses")
@@ -1221,7 +1228,8 @@ def _apply_guard(module: object, plan: _Plan) -> str:
     first_blanks = blanks if plan.moved[0] > 0 else []
     if plan.name:  # def main(): the work (and what the guard did), called under the guard
         function = cst.FunctionDef(name=cst.Name(plan.name), params=cst.Parameters(),
-                                   body=cst.IndentedBlock(body=[*moved, *old]), leading_lines=first_blanks)
+                                   body=cst.IndentedBlock(body=[*moved, *old]),
+                                   leading_lines=_two_blank(first_blanks) if plan.moved[0] > 0 else [])
         call = cst.parse_statement(f"{plan.name}()\n")
         new_guard = (guard.with_changes(body=suite.with_changes(body=[call]), leading_lines=_two_blank([]))
                      if plan.merge else

@@ -136,7 +136,7 @@ def rewrite_paths(paths: Iterable[Path], *, write: bool, select: Sequence[str] =
         for line in result.fixed:
             report.notes.append(f"{path}:{line}")
         diffs.extend(difflib.unified_diff(text.splitlines(keepends=True), result.text.splitlines(keepends=True),
-                                          f"a/{path.as_posix()}", f"b/{path.as_posix()}"))
+                                          f"a/{path.as_posix().lstrip('/')}", f"b/{path.as_posix().lstrip('/')}"))
         if diffs and not diffs[-1].endswith(("\n", "\r")):
             diffs[-1] += "\n\\ No newline at end of file\n"
         if write:

@@ -55,7 +55,8 @@ def test_diff_previews_and_writes_nothing(cli, tmp_path):
     proc = cli("lint", "--diff", str(script))
     assert proc.returncode == 1, proc.stderr
     assert script.read_text(encoding="utf-8") == SCRIPT
-    assert proc.stdout.startswith(f"--- a/{script.as_posix()}\n+++ b/{script.as_posix()}\n")
+    name = script.as_posix().lstrip("/")  # a/ and b/ then the path, as git writes them (patch -p1)
+    assert proc.stdout.startswith(f"--- a/{name}\n+++ b/{name}\n")
     added = [ln[1:] for ln in proc.stdout.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     removed = [ln[1:] for ln in proc.stdout.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     assert removed == ["                        collate_fn=lambda batch: torch.stack(batch) * 2)  # keep me"]
