@@ -1033,13 +1033,20 @@ def _apply_definition(module: object, plan: _Plan) -> str:
     body[plan.before] = anchor.with_changes(leading_lines=_two_blank(anchor.leading_lines))
     body.insert(plan.before, new_definition)
     if plan.captures and not _imports_functools(edited):
-        index = _import_slot(body, plan.before)
-        new_import = cst.parse_statement("import functools\n")
-        if index < len(body):  # with the blank lines the import it goes before has
-            blanks = [ln for ln in body[index].leading_lines if ln.comment is None]
-            new_import = new_import.with_changes(leading_lines=blanks)
-        body.insert(index, new_import)
+        _insert_functools(body, plan.before)
     return edited.with_changes(body=body).code
+
+
+def _insert_functools(body: list[Any], limit: int) -> None:
+    """Insert ``import functools`` into a module's statements (:func:`_import_slot`), with the
+    blank lines the import it goes before has."""
+    import libcst as cst
+
+    index = _import_slot(body, limit)
+    new_import = cst.parse_statement("import functools\n")
+    if index < len(body):
+        new_import = new_import.with_changes(leading_lines=[ln for ln in body[index].leading_lines if ln.comment is None])
+    body.insert(index, new_import)
 
 
 def _apply_resource(module: object, plan: _Plan) -> str:
@@ -1120,11 +1127,7 @@ def _apply_resource(module: object, plan: _Plan) -> str:
     if _imports_functools(edited):
         return edited.code
     body = list(edited.body)
-    index = _import_slot(body, plan.before)
-    new_import = cst.parse_statement("import functools\n")
-    if index < len(body):
-        new_import = new_import.with_changes(leading_lines=[ln for ln in body[index].leading_lines if ln.comment is None])
-    body.insert(index, new_import)
+    _insert_functools(body, plan.before)
     return edited.with_changes(body=body).code
 
 
