@@ -142,7 +142,8 @@ def test_missing_interpreter_is_skipped_locally_and_fails_on_ci(ci, tmp_path):
 # (on: workflow_call), and matrix.yml calls it too for the run, report and diagnose jobs.
 
 REUSABLE = WORKFLOW.parent / "harness.yml"
-WORKFLOWS = [WORKFLOW, REUSABLE]
+RELEASE = WORKFLOW.parent / "release.yml"
+WORKFLOWS = [WORKFLOW, REUSABLE, RELEASE]
 OSES = {"ubuntu-latest", "windows-latest", "macos-latest"}
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INPUTS = {  # name: (type, default)
@@ -628,7 +629,7 @@ def test_hygiene(path):
         assert set(triggers["workflow_dispatch"]["inputs"]) == {"python", "torch"}
     else:
         assert wf["permissions"] == {}  # each job asks for what it needs
-        assert "concurrency" not in wf  # the caller's to decide
+        assert ("concurrency" in wf) == (path == RELEASE)  # a reusable workflow: the caller's to decide
     lines = text.splitlines()
     uses = [(job, s) for job, s in _steps(wf) if "uses" in s]
     assert uses
@@ -641,14 +642,35 @@ def test_hygiene(path):
     for job_id, job in wf["jobs"].items():
         uploads_sarif = any(st.get("uses", "").startswith("github/codeql-action/upload-sarif@")
                             for st in job.get("steps", []))
+        publishes = any(st.get("uses", "").startswith("pypa/gh-action-pypi-publish@")
+                        for st in job.get("steps", []))
         allowed = ({}, {"contents": "read"}) + (({"contents": "read", "security-events": "write"},)
-                                                 if uploads_sarif else ())
+                                                 if uploads_sarif else ()) \
+            + (({"id-token": "write"},) if publishes else ())
         assert "permissions" not in job or job["permissions"] in allowed, job_id
         if "uses" in job:  # a called workflow: this repository's own, at this commit
             assert job["uses"].startswith("./.github/workflows/"), job_id
             assert (ROOT / job["uses"]).is_file(), job_id
     for job_id, step in _steps(wf):  # expressions reach run scripts through env, never inline
         assert "${{" not in step.get("run", ""), f"{job_id}: template expansion in {step['run']!r}"
+
+
+def test_release_workflow():
+    """A tag builds once, checks with twine, and only the publish job gets an OIDC token
+    (trusted publishing: https://docs.pypi.org/trusted-publishers/), in the pypi environment."""
+    wf = _load(RELEASE)
+    assert _triggers(wf) == {"push": {"tags": ["v*"]}}
+    build, publish = wf["jobs"]["build"], wf["jobs"]["publish"]
+    assert build["permissions"] == {"contents": "read"}
+    assert publish["permissions"] == {"id-token": "write"} and publish["needs"] == "build"
+    assert publish["environment"]["name"] == "pypi"
+    script = "\n".join(st.get("run", "") for st in build["steps"])
+    assert "python -m build" in script and "twine check --strict" in script
+    (pub,) = [st for st in publish["steps"] if st.get("uses", "").startswith("pypa/gh-action-pypi-publish@")]
+    assert pub["with"]["attestations"] is True
+    assert not any("password" in st.get("with", {}) for st in publish["steps"])  # no stored token
+    # the version check reads the one source of the version
+    assert re.search(r'^__version__ = "[^"]+"$', (ROOT / "harness" / "__init__.py").read_text(), re.M)
 
 
 def test_same_actions_at_the_same_commits():
