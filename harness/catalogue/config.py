@@ -4,7 +4,7 @@ Read the way pytest and ruff read theirs, from the ``pyproject.toml`` of the dir
 command runs in::
 
     [tool.harness]
-    catalogue = ["harness_cases"]   # directories of case modules, relative to this file
+    catalogue = ["loader_cases"]   # directories of case modules, relative to this file
 
     [tool.harness.lint]             # harness lint
     select = ["HL"]                 # rule codes or prefixes (default: all)

@@ -85,7 +85,7 @@ class Case:
         fix: id of the good case that repairs this one, or ``None`` for a good case.
         sources: public report addresses or documentation sections.
         script: run as ``__main__`` with :func:`runpy.run_path` instead of calling ``run(cell)``.
-        module: dotted module name, e.g. ``cases.unpicklable_callables.transform_lambda``.
+        module: dotted module name, e.g. ``harness_cases.unpicklable_callables.transform_lambda``.
         path: the module's file.
         root: the directory to put on ``sys.path`` so ``module`` imports.
         import_root: a project directory cells also put on ``sys.path`` (its own package
@@ -188,14 +188,14 @@ class Catalogue:
 
 
 def default_catalogue_dir() -> Path:
-    """Directory of the installed ``cases`` package, found without importing it.
+    """Directory of the installed ``harness_cases`` package, found without importing it.
 
     Raises:
-        CatalogueError: the ``cases`` package is not installed.
+        CatalogueError: the ``harness_cases`` package is not installed.
     """
-    spec = importlib.util.find_spec("cases")
+    spec = importlib.util.find_spec("harness_cases")
     if spec is None or not spec.submodule_search_locations:
-        raise CatalogueError("the 'cases' package is not importable; install this project (pip install -e .)")
+        raise CatalogueError("the 'harness_cases' package (the built-in catalogue) is not importable; install this project (pip install -e .)")
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -383,7 +383,7 @@ def _module_name(root: Path, path: Path) -> str:
 
 
 def discover(catalogue_dir: Path | list[Path] | None = None, *, import_root: Path | None = None) -> Catalogue:
-    """Find every case under ``catalogue_dir`` (default: the installed ``cases`` package).
+    """Find every case under ``catalogue_dir`` (default: the installed ``harness_cases`` package).
 
     Args:
         catalogue_dir: one catalogue directory or several (a project may keep more than one).

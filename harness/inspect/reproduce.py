@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 from harness._escape import terminal
 from harness._options import DEFAULT_TIMEOUT_S, DEFAULT_WORKERS, resolve_start_method
 from harness._policy import PROFILES
-from harness.catalogue.discover import Case, default_catalogue_dir
+from harness.catalogue.discover import Case
 from harness.catalogue.literal import declared_stdin
 from harness.classify.classifier import Verdict, classify
 from harness.classify.outcomes import METHODS, outcome_label
@@ -274,11 +274,10 @@ def hint_for(verdict: Verdict, timeout_s: float | None = None, stderr: str = "",
 
 
 def _where(case: Case) -> str:
-    """The case's file relative to the catalogue's parent directory (``cases/...py``)."""
-    try:
-        return case.path.relative_to(default_catalogue_dir().parent).as_posix()
-    except Exception:  # noqa: BLE001 - a case outside the installed catalogue keeps its own path
-        return str(case.path)
+    """Where a user reads the case: ``harness explain ID`` and the case's file, by its absolute
+    path (inside the installed package, or the checkout), never a path relative to a folder the
+    user is not in."""
+    return f"harness explain {case.id} ({case.path.resolve()})"
 
 
 def _case_hint(case: Case) -> str:

@@ -4,7 +4,7 @@ A cell's inputs are
 
 * the case's own file, and every file of the catalogue or of the project that it imports,
   transitively (found by reading ``import`` statements with :mod:`ast`, never by importing:
-  ``from cases.resources._files import ...``, ``from . import quick_a``, ``import mypkg.data``);
+  ``from harness_cases.resources._files import ...``, ``from . import quick_a``, ``import mypkg.data``);
 * the harness code that runs inside the cell (the case API :mod:`harness.case`, the cell entry,
   the warm template, the start-up hook), the harness version and the classifier version;
 * the runner: Python (version and implementation), torch, OS, architecture, the emulated

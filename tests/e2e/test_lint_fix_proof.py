@@ -160,8 +160,8 @@ def _case(path: Path) -> dict:
 
 
 def test_fixed_catalogue_cases_pass_under_spawn_and_forkserver(cli, tmp_path):
-    copy = tmp_path / "cases"
-    shutil.copytree(ROOT / "cases", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    copy = tmp_path / "harness_cases"
+    shutil.copytree(ROOT / "harness_cases", copy, ignore=shutil.ignore_patterns("__pycache__"))
     before = {p: p.read_text(encoding="utf-8") for p in copy.rglob("*.py")}
     findings = _lint_json(cli, copy)
     flagged = {Path(f["path"]) for f in findings if f["rule"] in FIXABLE}

@@ -112,7 +112,7 @@ def test_a_missing_extra_is_a_one_line_usage_error(monkeypatch):
         require_notebook_extra("x.ipynb")
 
 
-CATALOGUE = Path(__file__).resolve().parents[2] / "cases" / "interactive_main"
+CATALOGUE = Path(__file__).resolve().parents[2] / "harness_cases" / "interactive_main"
 SHARD = Path(__file__).resolve().parents[2] / "reports" / "shards" / "linux-x86_64-py3.11-torch2.13.0+cpu.json"
 
 

@@ -31,7 +31,7 @@ def test_list_reads_the_declared_catalogue(project, cli):
     assert got.returncode == 0, got.stderr
     cases = json.loads(got.stdout)
     assert sorted(c["id"] for c in cases) == ["mypkg-bad-loader", "mypkg-loader"]
-    assert {Path(c["path"]).parent for c in cases} == {(project / "harness_cases").resolve()}
+    assert {Path(c["path"]).parent for c in cases} == {(project / "loader_cases").resolve()}
 
 
 @pytest.mark.parametrize("isolation", ["warm", "fresh"])
@@ -63,37 +63,37 @@ def test_explain_reads_the_declared_catalogue(project, cli):
 def test_catalogue_option_overrides_the_table(project, cli):
     other = project / "more_cases"
     other.mkdir()
-    shutil.copy(project / "harness_cases" / "good_loader.py", other / "again.py")
+    shutil.copy(project / "loader_cases" / "good_loader.py", other / "again.py")
     (other / "again.py").write_text((other / "again.py").read_text().replace('"mypkg-loader"', '"mypkg-again"'))
     got = cli("list", "--json", "--catalogue", "more_cases", cwd=project)
     assert [c["id"] for c in json.loads(got.stdout)] == ["mypkg-again"]
-    both = cli("list", "--json", "--catalogue", "more_cases", "--catalogue", "harness_cases", cwd=project)
+    both = cli("list", "--json", "--catalogue", "more_cases", "--catalogue", "loader_cases", cwd=project)
     assert len(json.loads(both.stdout)) == 3
 
 
 def test_an_id_in_two_catalogues_is_exit_2_naming_both_files(project, cli):
     other = project / "more_cases"
     other.mkdir()
-    shutil.copy(project / "harness_cases" / "good_loader.py", other / "copy.py")
+    shutil.copy(project / "loader_cases" / "good_loader.py", other / "copy.py")
     (project / "pyproject.toml").write_text((project / "pyproject.toml").read_text().replace(
-        'catalogue = ["harness_cases"]', 'catalogue = ["harness_cases", "more_cases"]'))
+        'catalogue = ["loader_cases"]', 'catalogue = ["loader_cases", "more_cases"]'))
     for command in (["list"], ["run", "--out", "shards"], ["explain", "mypkg-loader"]):
         got = cli(*command, cwd=project)
         assert got.returncode == 2, command
         (line,) = got.stderr.strip().splitlines()
-        assert str(other / "copy.py") in line and str(project / "harness_cases" / "good_loader.py") in line
+        assert str(other / "copy.py") in line and str(project / "loader_cases" / "good_loader.py") in line
         assert "'mypkg-loader' already used" in line
 
 
 @pytest.mark.parametrize(("table", "message"), [
-    ('catalogue = "harness_cases"\nshards = "x"', "[tool.harness]: unknown key 'shards'"),
+    ('catalogue = "loader_cases"\nshards = "x"', "[tool.harness]: unknown key 'shards'"),
     ("catalogue = [1]", "'catalogue' must be a list of directory paths"),
-    ('catalogue = ["harness_cases"', "invalid TOML"),
+    ('catalogue = ["loader_cases"', "invalid TOML"),
     ('catalogue = ["nowhere"]', "nowhere: catalogue directory does not exist"),
 ])
 def test_a_bad_table_is_one_line_naming_the_file(project, table, message, cli):
     pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace('catalogue = ["harness_cases"]', table))
+    pyproject.write_text(pyproject.read_text().replace('catalogue = ["loader_cases"]', table))
     got = cli("list", cwd=project)
     assert got.returncode == 2
     (line,) = got.stderr.strip().splitlines()
@@ -101,12 +101,16 @@ def test_a_bad_table_is_one_line_naming_the_file(project, table, message, cli):
 
 
 def test_a_directory_that_would_import_as_another_package_is_refused(project, cli):
-    """``cases`` (no __init__.py) would be imported as the built-in catalogue's package."""
-    (project / "harness_cases").rename(project / "cases")
+    """``harness_cases`` (no __init__.py) would be imported as the built-in catalogue's package;
+    ``cases``, the name many projects give their own, is free (the built-in is not ``cases``)."""
+    (project / "loader_cases").rename(project / "cases")
     got = cli("list", "--catalogue", "cases", cwd=project)
+    assert got.returncode == 0, got.stderr
+    (project / "cases").rename(project / "harness_cases")
+    got = cli("list", "--catalogue", "harness_cases", cwd=project)
     assert got.returncode == 2
-    assert "would be imported as package 'cases'" in got.stderr
-    (project / "cases").rename(project / "my-cases")
+    assert "would be imported as package 'harness_cases'" in got.stderr
+    (project / "harness_cases").rename(project / "my-cases")
     got = cli("list", "--catalogue", "my-cases", cwd=project)
     assert got.returncode == 2 and "'my-cases' is not a Python identifier" in got.stderr
 

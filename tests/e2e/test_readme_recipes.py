@@ -46,7 +46,7 @@ def _files() -> list[tuple[str, str]]:
 def test_the_recipes_show_the_sample_project_files():
     files = _files()
     assert {p for p, _ in files} >= {"pyproject.toml", "noxfile.py", "tests/test_loaders.py",
-                                    "harness_cases/good_loader.py"}
+                                    "loader_cases/good_loader.py"}
     for path, content in files:
         actual = (SAMPLE / path).read_text(encoding="utf-8")
         if path.endswith(".py"):

@@ -35,7 +35,9 @@ def test_missing_guard_replayed_as_windows(cli):
     assert "bootstrapping phase" in result["root_cause"]
     assert "entry-no-main-guard" in result["hint"]
     assert "fix: entry-main-guard" in result["hint"]
-    assert "cases/missing_main_guard/entry_main_guard.py" in result["hint"]
+    assert "harness explain entry-main-guard (" in result["hint"]
+    shown = result["hint"].rsplit("harness explain entry-main-guard (", 1)[1].split(")", 1)[0]
+    assert Path(shown).is_absolute() and Path(shown).is_file(), shown  # a file the user can open
     assert (result["case"], result["fix"]) == ("entry-no-main-guard", "entry-main-guard")
     assert result["duration_s"] > 0
 

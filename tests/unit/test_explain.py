@@ -29,8 +29,8 @@ def test_bad_case_shows_code_why_sources_and_diff_to_its_fix(tmp_path, cli):
     for src in case.sources:
         assert src in text
     assert "    def add_one(x):" in text  # the case's own code
-    assert "--- cases/unpicklable_callables/transform_local_def.py" in text
-    assert "+++ cases/unpicklable_callables/transform_toplevel_def.py" in text
+    assert "--- harness_cases/unpicklable_callables/transform_local_def.py" in text
+    assert "+++ harness_cases/unpicklable_callables/transform_toplevel_def.py" in text
     assert "-    def add_one(x):" in text
     # No report in this working directory: said in place of the observations.
     assert "no report at reports/matrix.json" in text

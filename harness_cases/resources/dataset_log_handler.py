@@ -31,7 +31,7 @@ CASE = {
 class LoggedSquares(Dataset):
     def __init__(self, n):
         self.n = n
-        self.log = logging.getLogger("cases.resources.dataset_log_handler")
+        self.log = logging.getLogger("harness_cases.resources.dataset_log_handler")
         self.handler = logging.StreamHandler()
         self.log.addHandler(self.handler)
 

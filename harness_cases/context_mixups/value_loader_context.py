@@ -4,8 +4,8 @@ import multiprocessing
 
 from torch.utils.data import DataLoader
 
-from cases.context_mixups.value_fork_context_spawn_loader import CountingSquares
 from harness.case import Wrong, squares
+from harness_cases.context_mixups.value_fork_context_spawn_loader import CountingSquares
 
 CASE = {
     "id": "value-loader-context",

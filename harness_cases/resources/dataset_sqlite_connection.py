@@ -5,8 +5,8 @@ import sqlite3
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.resources._files import make_squares_db
 from harness.case import squares
+from harness_cases.resources._files import make_squares_db
 
 CASE = {
     "id": "dataset-sqlite-connection",

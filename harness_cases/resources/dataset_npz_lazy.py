@@ -4,8 +4,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.resources._libraries import NPZ_PASSES, make_npz
 from harness.case import squares
+from harness_cases.resources._libraries import NPZ_PASSES, make_npz
 
 CASE = {
     "id": "dataset-npz-lazy",

@@ -3,8 +3,8 @@
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from cases.silent_wrong.set_epoch_persistent_workers import EPOCHS, expected
 from harness.case import Wrong
+from harness_cases.silent_wrong.set_epoch_persistent_workers import EPOCHS, expected
 
 CASE = {
     "id": "set-epoch-in-sampler",

@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.memory_cost.memory_object_list import ITEMS, PATHS, path_name
+from harness_cases.memory_cost.memory_object_list import ITEMS, PATHS, path_name
 
 CASE = {
     "id": "memory-tensor-storage",

@@ -5,7 +5,7 @@ import zipfile
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.resources._archives import (
+from harness_cases.resources._archives import (
     MEMBERS,
     expected_checksum,
     make_zip,

@@ -4,8 +4,8 @@ import h5py
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.resources._libraries import make_h5
 from harness.case import squares
+from harness_cases.resources._libraries import make_h5
 
 CASE = {
     "id": "dataset-h5py-lazy",

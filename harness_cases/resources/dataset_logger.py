@@ -25,7 +25,7 @@ CASE = {
 class LoggedSquares(Dataset):
     def __init__(self, n):
         self.n = n
-        self.log = logging.getLogger("cases.resources.dataset_logger")
+        self.log = logging.getLogger("harness_cases.resources.dataset_logger")
         self.log.addHandler(logging.StreamHandler())
 
     def __len__(self):

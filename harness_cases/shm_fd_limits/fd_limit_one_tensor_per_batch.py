@@ -3,7 +3,7 @@
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.shm_fd_limits.fd_limit_many_tensors import (
+from harness_cases.shm_fd_limits.fd_limit_many_tensors import (
     ITEMS,
     PARTS,
     expected_parts,

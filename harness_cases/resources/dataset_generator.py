@@ -5,8 +5,8 @@ from pathlib import Path
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.resources._archives import make_square_files
 from harness.case import squares
+from harness_cases.resources._archives import make_square_files
 
 CASE = {
     "id": "dataset-generator",

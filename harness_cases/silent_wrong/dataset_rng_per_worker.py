@@ -4,7 +4,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from cases.silent_wrong.dataset_rng_object import check_distinct
+from harness_cases.silent_wrong.dataset_rng_object import check_distinct
 
 CASE = {
     "id": "dataset-rng-per-worker",

@@ -5,7 +5,7 @@ import os
 import torch
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from cases.resources.dataset_torch_generator import check_distinct
+from harness_cases.resources.dataset_torch_generator import check_distinct
 
 CASE = {
     "id": "dataset-torch-generator-seeded",

@@ -4,8 +4,8 @@ import lmdb
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.resources._libraries import make_lmdb, read_lmdb
 from harness.case import squares
+from harness_cases.resources._libraries import make_lmdb, read_lmdb
 
 CASE = {
     "id": "dataset-lmdb-environment",

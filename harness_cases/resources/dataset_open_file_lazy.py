@@ -3,8 +3,8 @@
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.resources._files import make_records_file, read_record
 from harness.case import squares
+from harness_cases.resources._files import make_records_file, read_record
 
 CASE = {
     "id": "dataset-open-file-lazy",

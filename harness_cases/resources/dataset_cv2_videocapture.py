@@ -4,8 +4,8 @@ import cv2
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from cases.resources._libraries import make_video, read_frame
 from harness.case import squares
+from harness_cases.resources._libraries import make_video, read_frame
 
 CASE = {
     "id": "dataset-cv2-videocapture",
