@@ -74,7 +74,7 @@ def tests(session: nox.Session) -> None:
     """Fast test suite (pytest with pytest-xdist); the full catalogue is the regression session."""
     _install(session, "test", "plot")
     session.install("nox")  # tests/unit/test_workflow.py asks nox itself which sessions CI selects
-    session.run("pytest", "-n", "auto", "-m", "not catalogue", *session.posargs)
+    session.run("pytest", "-n", "auto", "-m", "not catalogue and not package", *session.posargs)
 
 
 @nox.session(python=PYTHONS)
@@ -84,6 +84,24 @@ def regression(session: nox.Session) -> None:
     _install(session, "test")
     session.run("pytest", "-n", "auto", "-m", "catalogue", "tests/e2e/test_catalogue_regression.py",
                 "tests/e2e/test_lint_fix_proof.py", *session.posargs)
+
+
+@nox.session
+def package(session: nox.Session) -> None:
+    """Build the sdist and the wheel, check them (twine check --strict), then install the wheel
+    into a fresh virtualenv and run the harness from a folder outside the checkout."""
+    import shutil
+    from pathlib import Path
+
+    session.install("build", "twine", "pytest")
+    dist = Path(session.create_tmp()) / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    session.run("python", "-m", "build", "--outdir", str(dist))
+    session.run("twine", "check", "--strict", *sorted(str(p) for p in dist.iterdir()))
+    # --noconftest: tests/conftest.py imports the checkout's harness; this test must not
+    session.run("pytest", "--noconftest", "-p", "no:cacheprovider", "-m", "package", "tests/package",
+                *session.posargs, env={"HARNESS_DIST": str(dist), "HARNESS_TORCH": TORCH,
+                                      "HARNESS_TORCH_INDEX_URL": TORCH_INDEX_URL})
 
 
 @nox.session

@@ -775,13 +775,13 @@ def test_readme_caller_example(reusable):
 
 # --- .ci/run --------------------------------------------------------------------------------------
 
-def test_ci_run_runs_lint_tests_and_regression_on_its_own_python_only():
+def test_ci_run_runs_lint_tests_regression_and_package_on_its_own_python_only():
     commands = _commands(CI_RUN.read_text(encoding="utf-8"))
     calls = [args for argv in commands if (args := _nox_args(argv)) is not None]
     assert len(calls) == 1, calls
     args = calls[0]
     sessions, python = _sessions_and_python(args)
-    assert sessions == ["lint", "tests", "regression"]
+    assert sessions == ["lint", "tests", "regression", "package"]
     assert python == "$PYTHON_VERSION", args
     assert "--error-on-missing-interpreters" in args
     assert args.index("--error-on-missing-interpreters") < args.index("-s")
@@ -837,7 +837,7 @@ def test_tox_mirrors_the_nox_sessions(tox, all_sessions, pyproject_pythons):
         assert argv[-1] == {"replace": "posargs", "extend": True}, name
     assert commands["run"]["commands"][0][:2] == ["harness", "run"]
     assert commands["report"]["commands"][0][:2] == ["harness", "report"]
-    assert commands["tests"]["commands"][0][:5] == ["pytest", "-n", "auto", "-m", "not catalogue"]
+    assert commands["tests"]["commands"][0][:5] == ["pytest", "-n", "auto", "-m", "not catalogue and not package"]
     assert commands["regression"]["commands"][0][:5] == ["pytest", "-n", "auto", "-m", "catalogue"]
 
 
