@@ -47,3 +47,25 @@ def test_a_fresh_clone_reruns_nothing_with_changed(cli, tmp_path, profile):
     said = re.search(r"--changed: (\d+) cell\(s\) unchanged since they were observed, kept; (\d+) to run", proc.stderr)
     assert said, proc.stderr[-2000:]
     assert int(said.group(2)) == 0, said.group(0)
+
+
+@pytest.mark.parametrize("shard", sorted(SHARDS.glob("*.json")), ids=lambda p: p.stem)
+def test_every_committed_result_carries_the_hash_of_the_inputs_here(shard):
+    """Every runner's shard, whatever Python it was observed on: ``--changed`` computes a cell's
+    hash from the shard's runner and this tree (:class:`harness.run.inputs.InputHasher`), so on a
+    fresh clone each committed result must carry exactly that hash, or it would be rerun."""
+    from harness.catalogue.discover import discover
+    from harness.classify.outcomes import METHODS
+    from harness.run.inputs import InputHasher
+    from harness.run.plan import plan
+
+    data = json.loads(shard.read_text(encoding="utf-8"))
+    runner = data["runner"]
+    hasher = InputHasher(runner)
+    specs = plan(discover().cases, METHODS, runner["timeout_s"],
+                 timeout_scale=runner.get("timeout_scale", 1.0), profile=(runner.get("profile") or {}).get("id"))
+    expected = {s.key: hasher.cell(s.case, s.method, s.num_workers, s.timeout_s) for s in specs}
+    stale = sorted(f"{r['case']} [{r['method']}]" for r in data["results"]
+                   if r.get("inputs") != expected.get((r["case"], r["method"])))
+    assert len(data["results"]) == len(expected)
+    assert stale == [], f"{len(stale)} of {len(data['results'])} results would rerun: {stale[:5]}"
