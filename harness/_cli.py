@@ -269,6 +269,7 @@ def _run(args: argparse.Namespace) -> int:
         changed=args.changed,
         profile=args.profile,
         timeout_scale=scale,
+        split=args.split,
     )
 
 

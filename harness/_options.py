@@ -47,7 +47,9 @@ __all__ = [
     "Option",
     "bounds",
     "env_number",
+    "max_split_parts",
     "parse_number",
+    "parse_split",
     "resolve_start_method",
     "scaled_timeout",
 ]
@@ -269,6 +271,63 @@ def parse_number(text: str, kind: str, label: str, *, echo: bool = True) -> floa
     return value
 
 
+def max_split_parts() -> int:
+    """The most parts ``harness run --split K/N`` takes: the shard schema's bound on
+    ``runner.split.parts``."""
+    return int(_schema_property("shard", "properties", "runner", "properties", "split", "properties",
+                                "parts")["maximum"])
+
+
+def _split_problem(text: str) -> tuple[tuple[int, int] | None, str]:
+    """``((part, parts), "")`` for an accepted ``--split`` value, else ``(None, what is wrong)``."""
+    shown = _shown(text)
+    digits = f"([0-9]{{1,{_MAX_DIGITS}}})"
+    found = re.fullmatch(rf"\s*{digits}\s*/\s*{digits}\s*", text)
+    if found is None:
+        return None, f"not K/N (part K of N parts, such as 2/3): {shown}"
+    part, parts = int(found.group(1)), int(found.group(2))
+    most = max_split_parts()
+    if parts < 1:
+        return None, f"N must be at least 1, got {shown}"
+    if parts > most:
+        return None, f"N must be at most {most}, got {shown}"
+    if not 1 <= part <= parts:
+        return None, f"K must be from 1 to {parts}, got {shown}"
+    return (part, parts), ""
+
+
+def parse_split(text: str, label: str = "--split") -> tuple[int, int]:
+    """A ``harness run --split`` value, ``K/N``: the K-th of N parts of the planned cells.
+
+    Args:
+        text: the value as given, such as ``"2/3"`` (blanks around the numbers are ignored).
+        label: what the value came from, named in the error.
+
+    Returns:
+        ``(part, parts)``, with ``1 <= part <= parts <=`` :func:`max_split_parts`; ``(1, 1)`` is
+        the whole catalogue, as without ``--split``.
+
+    Raises:
+        UsageError: not two whole numbers joined by ``/`` (``3``, ``a/b``), ``N`` below 1 or
+            over the bound, ``K`` outside ``1..N`` (``0/3``, ``4/3``); one line naming ``label``.
+    """
+    value, problem = _split_problem(str(text))
+    if value is None:
+        raise UsageError(f"{label}: {problem}")
+    return value
+
+
+def _split_argument(text: str) -> tuple[int, int]:
+    """The argparse ``type`` of ``--split`` (its errors read ``argument --split: ...``)."""
+    value, problem = _split_problem(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+_split_argument.__name__ = "split"
+
+
 def env_number(name: str, environ: Mapping[str, str] | None = None) -> float | int | None:
     """The value of the ``HARNESS_*`` variable ``name`` (one of :data:`ENVIRONMENT`), checked
     by :func:`parse_number`; ``None`` when it is unset or blank.
@@ -465,6 +524,13 @@ RUN = Command(
             "multiply every cell's timeout by X on a slow runner "
             "(default: $HARNESS_TIMEOUT_SCALE or 1)",
             settings={"type": _argument("timeout_scale"), "metavar": "X"},
+        ),
+        Option(
+            ("--split",),
+            "run only part K of N of the planned cells (one CI job each), balanced by the "
+            "durations of this runner's shards in --out; each part writes its own shard, "
+            "and 'harness report' merges them into one column (see docs/ci/split.md)",
+            settings={"type": _split_argument, "metavar": "K/N"},
         ),
     ),
 )

@@ -23,6 +23,7 @@ from harness.classify.classifier import CLASSIFIER_VERSION, reclassify
 from harness.classify.outcomes import METHODS, matches_expectation
 from harness.report import JSONObject
 from harness.report.platforms import compatibility, platform_summary
+from harness.report.splits import join_splits
 from harness.shard.format import SCHEMA_VERSION, NotAShard, ShardError, read_shard, schema
 
 __all__ = ["load_shards", "merge", "refresh_verdict", "validate_matrix"]
@@ -62,14 +63,17 @@ def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[t
         ``(valid, rejected)``: valid ``(path, shard)`` pairs, and one line per rejected file
         naming it and the reason (not a regular file, too large, invalid or non-strict JSON,
         foreign JSON, unknown schema_version, schema violation, a record of another runner, a
-        duplicate cell, or a second shard for the same runner id with different content).
+        duplicate cell, or a second shard for the same runner id, or the same part of its split
+        run, with different content). The split shards of one runner (``harness run --split``)
+        come back as one merged shard, or are refused together
+        (:func:`harness.report.splits.join_splits`); a note names the parts that are missing.
     """
     shard_dir = Path(shard_dir)
     valid: list[tuple[Path, JSONObject]] = []
     rejected: list[str] = []
     if not shard_dir.is_dir():
         return valid, [f"{shard_dir}: shard directory does not exist"]
-    by_runner: dict[str, tuple[Path, str]] = {}
+    by_runner: dict[tuple[str, int, int], tuple[Path, str]] = {}
     for path in sorted(shard_dir.glob("*.json")):
         try:
             shard = read_shard(path, notes)
@@ -81,15 +85,19 @@ def load_shards(shard_dir: Path, notes: list[str] | None = None) -> tuple[list[t
             rejected.append(str(exc))
             continue
         rid = shard["runner"]["id"]
+        split = shard["runner"].get("split")
+        key = (rid, split["part"], split["parts"]) if split else (rid, 0, 0)
         canon = json.dumps(shard, sort_keys=True)
-        if rid in by_runner:
-            first, first_canon = by_runner[rid]
+        if key in by_runner:
+            first, first_canon = by_runner[key]
             if canon != first_canon:
-                rejected.append(f"{path}: runner id {rid!r} already supplied by {first.name} with different content")
+                which = f" part {split['part']} of {split['parts']}" if split else ""
+                rejected.append(f"{path}: runner id {rid!r}{which} already supplied by {first.name} with different content")
             continue
-        by_runner[rid] = (path, canon)
+        by_runner[key] = (path, canon)
         valid.append((path, shard))
-    return valid, rejected
+    valid, refused = join_splits(valid, notes)
+    return valid, rejected + refused
 
 
 def _carried(shard: JSONObject) -> JSONObject:

@@ -28,8 +28,9 @@ from harness.run.pool import run_cells
 from harness.run.records import mark_broken
 from harness.run.sampler import peak_report_cpu_s
 from harness.run.schedule import durations, estimate, longest_first
+from harness.run.split import SplitPlan, choose_split, newest_records, runner_shards
 from harness.run.warm import Template
-from harness.shard.format import ShardError, read_shard, runner_info, shard_filename
+from harness.shard.format import ShardError, read_shard, runner_info, shard_filename, split_filename
 from harness.shard.save import SaveError, ShardWriter, set_aside
 
 __all__ = ["SAVE_EVERY_S", "RunOptions", "case_table", "resolve_timeout_scale", "run_catalogue"]
@@ -119,6 +120,7 @@ def run_catalogue(
     changed: bool = False,
     profile: str | None = None,
     timeout_scale: float | None = None,
+    split: tuple[int, int] | str | None = None,
 ) -> int:
     """Run the selected cells and write the shard; returns the exit code.
 
@@ -146,6 +148,13 @@ def run_catalogue(
             runner says what it emulates, and its cells are ``emulated``, never ``observed``.
         timeout_scale: multiplies every cell's timeout, for slow runners; default
             ``HARNESS_TIMEOUT_SCALE`` or 1. Recorded in the shard's runner.
+        split: ``(part, parts)`` or ``"K/N"`` (``--split``): run only the cases that part
+            ``K`` of ``N`` gets (:mod:`harness.run.split`: every cell of a case in one part,
+            balanced by the durations of this runner's shards in ``out_dir``), into its own
+            shard, ``<runner>.split-K-of-N.json``, that holds exactly that part and records
+            it in ``runner.split``. ``--changed`` compares with the newest record of each cell
+            in any of this runner's shards in ``out_dir``; ``--resume`` continues that part's
+            shard with the same parts. ``None`` or ``1/1``: the whole selection.
 
     Cells start longest first, by their ``wall_s`` in the shard already in ``out_dir`` when
     there is one (:mod:`harness.run.schedule`). The shard is rewritten (atomically) as cells
@@ -160,17 +169,18 @@ def run_catalogue(
 
     Raises:
         UsageError: bad input, before any cell runs (unknown method, a selection that matches
-            nothing, an unusable catalogue, nothing to resume), one line.
+            nothing, an unusable catalogue, nothing to resume, a ``split`` that is not ``K/N``
+            with ``1 <= K <= N``), one line.
         Interrupted: stopped by a signal, after the partial shard was written (exit 130).
     """
     options = RunOptions(
         patterns=patterns, families=families, methods=methods, out_dir=Path(out_dir),
         timeout_s=timeout_s, jobs=jobs, catalogue_dir=catalogue_dir, num_workers=num_workers,
         isolation=isolation, resume=resume, changed=changed, profile=profile,
-        timeout_scale=timeout_scale,
+        timeout_scale=timeout_scale, split=split,
     )
     state = _Run(options)
-    for step in (_check_options, _select, _plan, _reuse_previous, _order):
+    for step in (_check_options, _select, _plan, _split, _reuse_previous, _order):
         step(state)
     code = _execute(state)
     if code is not None:
@@ -195,6 +205,7 @@ class RunOptions:
     changed: bool
     profile: str | None
     timeout_scale: float | None
+    split: tuple[int, int] | str | None = None
 
 
 @dataclass
@@ -220,6 +231,9 @@ class _Run:
     expected: dict[tuple[str, str], float] = field(default_factory=dict)
     merged: list[dict[str, Any]] = field(default_factory=list)  # the shard's results when done
     wall_s: float = 0.0
+    parts: tuple[int, int] | None = None  # (K, N) of --split K/N with N > 1
+    split: SplitPlan | None = None
+    family: list[dict[str, Any]] = field(default_factory=list)  # this runner's other shards in --out (split runs)
 
     @property
     def cases_by_id(self) -> dict[str, Case]:
@@ -244,6 +258,11 @@ def _check_options(state: _Run) -> None:
         raise UsageError(f"--isolation: {exc}") from None
     state.emulating = _profile(o.profile) if o.profile else None
     state.scale = resolve_timeout_scale(o.timeout_scale)
+    if o.split is not None:
+        from harness._options import parse_split
+
+        part, parts = parse_split(o.split) if isinstance(o.split, str) else parse_split(f"{o.split[0]}/{o.split[1]}")
+        state.parts = (part, parts) if parts > 1 else None
     if o.isolation == "warm" and state.mode != "warm":
         _say("--isolation warm needs Linux; cells start fresh interpreters here")
 
@@ -262,7 +281,7 @@ def _select(state: _Run) -> None:
         given = o.catalogue_dir if isinstance(o.catalogue_dir, (list, tuple)) else [o.catalogue_dir]
         where = ", ".join(str(d) for d in given if d) or "the catalogue"
         raise UsageError(f"{where}: no case modules found (a module with a CASE dict and run(cell); "
-                         "see README, 'How to add a case')")
+                         "see 'How to add a case' in the docs, docs/authoring.md)")
     try:
         state.cases = select(state.catalogue.cases, o.patterns, o.families)
     except CatalogueError as exc:
@@ -283,16 +302,48 @@ def _plan(state: _Run) -> None:
     state.jobs = o.jobs or _usable_cpus()
     state.runner = runner_info(state.emulating, isolation=state.mode, timeout_s=o.timeout_s,
                                timeout_scale=state.scale)
-    state.shard_path = o.out_dir / shard_filename(state.runner)
+    state.shard_path = o.out_dir / (split_filename(state.runner, *state.parts) if state.parts
+                                    else shard_filename(state.runner))
     state.previous, state.problem = _previous_shard(state.shard_path)
+    if state.parts:
+        state.family = [shard for _, shard in runner_shards(o.out_dir, state.runner, skip=state.shard_path)]
     state.specs = plan(state.cases, o.methods or METHODS, o.timeout_s, o.num_workers,
                        timeout_scale=state.scale,
                        profile=state.emulating.id if state.emulating else None)
     state.owned = {s.key for s in state.specs}
 
 
+def _split(state: _Run) -> None:
+    """``--split K/N``: keep only the cases dealt to part K (:func:`harness.run.split.choose_split`)."""
+    if state.parts is None:
+        return
+    part, parts = state.parts
+    shards = [*state.family, *([state.previous] if state.previous else [])]
+    chosen = choose_split(state.specs, part, parts, shards, state.previous if state.options.resume else None)
+    mine = set(chosen.cases)
+    state.split = chosen
+    state.cases = [c for c in state.cases if c.id in mine]
+    state.specs = [s for s in state.specs if s.case.id in mine]
+    state.owned = {s.key for s in state.specs}
+    state.runner["split"] = chosen.record()
+    share, total = chosen.seconds()
+    how = {"new": f"weighed by the durations in {len(shards)} shard(s) of this runner" if shards
+           else "weighed by estimates per start method (no shard of this runner in --out)",
+           "joined": "joining the split run under way in --out", "resumed": "as the shard resumed"}[chosen.basis]
+    _say(f"--split {part}/{parts}: {len(state.cases)} of {len(chosen.weights)} case(s), {len(state.specs)} cell(s), "
+         f"about {share:.1f} s of {total:.1f} s ({how})")
+
+
 def _previous_results(state: _Run) -> list[dict[str, Any]]:
     return list((state.previous or {}).get("results", ()))
+
+
+def _prior_records(state: _Run) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each cell's last record: in the shard already at ``state.shard_path``, and for a split
+    run in any of this runner's shards in ``--out`` (the newest of each cell)."""
+    if state.split is None:
+        return {(r["case"], r["method"]): r for r in _previous_results(state)}
+    return newest_records([state.previous, *state.family])
 
 
 def _resume(state: _Run) -> None:
@@ -306,6 +357,8 @@ def _resume(state: _Run) -> None:
             raise UsageError(f"--resume: {state.shard_path} was run with {key} {old[key]!r}, "
                              f"not {value!r}; resume with the same options")
     state.runner = dict(old)
+    if state.split is not None:
+        state.runner["split"] = state.split.record()
     by_id = state.cases_by_id
     state.records = [r for r in _previous_results(state)
                      if r["case"] in by_id and (r["case"], r["method"]) in state.owned]
@@ -315,7 +368,7 @@ def _resume(state: _Run) -> None:
 
 def _keep_unchanged(state: _Run) -> None:
     """``--changed``: keep every cell whose inputs hash equals its record's, run the rest."""
-    before = {(r["case"], r["method"]): r for r in _previous_results(state)}
+    before = _prior_records(state)
     same = [before[s.key] for s in state.specs
             if s.key in before and before[s.key].get("inputs") == state.inputs[s.key]]
     state.records = [{**r, "carried_over": True} for r in same]
@@ -324,7 +377,7 @@ def _keep_unchanged(state: _Run) -> None:
     state.specs = [s for s in state.specs if s.key not in unchanged]
     _say(f"--changed: {len(unchanged)} cell(s) unchanged since they were observed, kept; "
          f"{len(state.specs)} to run ({len(state.specs) - never} changed, {never} never observed "
-         f"in {state.shard_path.name})")
+         f"in {'the shards of this runner' if state.split else state.shard_path.name})")
 
 
 def _reuse_previous(state: _Run) -> None:
@@ -347,7 +400,11 @@ def _reuse_previous(state: _Run) -> None:
              f"{', '.join(state.gone[:10])}{' ...' if len(state.gone) > 10 else ''}")
     kept = sum(1 for r in _previous_results(state)
                if r["case"] in by_id and (r["case"], r["method"]) not in state.owned)
-    if kept and not o.resume:
+    if kept and not o.resume and state.split is not None:
+        # A split shard holds exactly its part: the other parts' shards hold the other cells.
+        _say(f"dropping {kept} cell(s) of {state.shard_path} that are not in part "
+             f"{state.split.part} of {state.split.parts} now")
+    elif kept and not o.resume:
         # A narrower run (--cases, --start-method) replaces only the cells it runs: the other
         # cells already observed in this runner's shard are kept, never silently dropped.
         _say(f"keeping {kept} cell(s) of {state.shard_path} that this selection does not run")
@@ -355,7 +412,7 @@ def _reuse_previous(state: _Run) -> None:
 
 def _order(state: _Run) -> None:
     """Longest cells first, by the durations the old shard recorded (:mod:`harness.run.schedule`)."""
-    known = durations(state.previous)
+    known = durations({"results": list(_prior_records(state).values())})
     state.specs = longest_first(state.specs, known)
     state.expected = {s.key: estimate(s, known) for s in state.specs}
 
@@ -368,7 +425,8 @@ class _Cells:
         self.state = state
         self.writer = ShardWriter(state.shard_path, runner=state.runner,
                                   table=case_table(state.cases), owned=state.owned,
-                                  initial=state.previous, drop_cases=set(state.gone), warn=_say)
+                                  initial=state.previous, drop_cases=set(state.gone), warn=_say,
+                                  exclusive=state.split is not None)
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.last_save = 0.0

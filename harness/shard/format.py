@@ -43,6 +43,7 @@ __all__ = [
     "runner_info",
     "schema",
     "shard_filename",
+    "split_filename",
     "write_json_atomic",
 ]
 
@@ -132,6 +133,13 @@ def shard_filename(runner: Runner) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]", "_", runner["id"]) + ".json"
 
 
+def split_filename(runner: Runner, part: int, parts: int) -> str:
+    """File name for part ``part`` of ``parts`` of a runner's shard (``harness run --split``):
+    :func:`shard_filename` with ``.split-<part>-of-<parts>`` before ``.json``, so that it never
+    collides with the runner's whole shard or with another part."""
+    return shard_filename(runner).removesuffix(".json") + f".split-{part}-of-{parts}.json"
+
+
 def write_json_atomic(path: Path, data: Mapping[str, object], *, compact: bool = False) -> None:
     """Write ``data`` as JSON to ``path`` through a temp file and a rename.
 
@@ -157,8 +165,12 @@ def _short(text: str, limit: int = 200) -> str:
 
 
 def _record_problem(data: Shard) -> str | None:
-    """What the schema cannot say: a record of another runner, or a cell recorded twice."""
+    """What the schema cannot say: a record of another runner, a cell recorded twice, or a split
+    part beyond the number of parts."""
     rid = data["runner"]["id"]
+    split = data["runner"].get("split")
+    if split is not None and split["part"] > split["parts"]:
+        return f"runner/split: part {split['part']} of {split['parts']} parts"
     seen: dict[tuple[str, str], int] = {}
     for i, rec in enumerate(data["results"]):
         if rec["runner"] != rid:
@@ -261,8 +273,8 @@ def read_shard(path: Path, notes: list[str] | None = None) -> Shard:
         NotAShard: the file is a ``matrix.json`` written by ``harness report``.
         ShardError: not a regular file, too large, unreadable, not JSON (or truncated, or not
             strict), a foreign JSON document, an unknown ``schema_version``, a schema violation,
-            a record of another runner, or a duplicate cell. The message is one line naming
-            ``path``.
+            a record of another runner, a duplicate cell, or a split part beyond its number of
+            parts. The message is one line naming ``path``.
     """
     path = Path(path)
     try:

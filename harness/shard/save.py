@@ -8,7 +8,9 @@ the shard) and merges with what is on disk at that moment:
 * a cell this run owns (one it was asked to run) takes this run's record once it has one;
   until then a record that another run wrote *during* this run is kept, and the one that was
   there when this run started is dropped (it is being re-observed);
-* every other cell keeps the newest record on disk, or the one read when this run started;
+* every other cell keeps the newest record on disk, or the one read when this run started,
+  except in a split run's shard (``harness run --split``, ``exclusive``), which holds exactly
+  the cells of its part: the other parts' shards hold the rest;
 * ``complete`` is true only when the run finished and the shard holds a record for every
   start method of every case in its case table.
 
@@ -73,16 +75,19 @@ class ShardWriter:
         drop_cases: case ids whose records are dropped (cases no longer in the catalogue;
             the run names them).
         warn: called with one line when a file is set aside.
+        exclusive: the shard holds only the ``owned`` cells (a split run's part); records of
+            other cells, on disk or in ``initial``, are dropped.
     """
 
     def __init__(self, path: Path, *, runner: Runner, table: CaseTable, owned: set[Key],
                  initial: Shard | None = None, drop_cases: Collection[str] = frozenset(),
-                 warn: Callable[[str], None] = lambda line: None) -> None:
+                 warn: Callable[[str], None] = lambda line: None, exclusive: bool = False) -> None:
         self.path = Path(path)
         self.runner = runner
         self.table = dict(table)
         self.owned = set(owned)
         self.drop_cases = set(drop_cases)
+        self.exclusive = exclusive
         self._warn = warn
         initial = initial or {}
         self._initial = {_key(r): r for r in initial.get("results", ())}
@@ -128,7 +133,8 @@ class ShardWriter:
                 merged[key] = rec
         for rec in mine:
             merged[_key(rec)] = rec
-        results = [r for r in merged.values() if r["case"] not in self.drop_cases]
+        results = [r for k, r in merged.items()
+                   if r["case"] not in self.drop_cases and (not self.exclusive or k in self.owned)]
         present = {r["case"] for r in results}
         table = {c: m for c, m in {**self._initial_table, **(disk or {}).get("cases", {})}.items() if c in present}
         table.update(self.table)

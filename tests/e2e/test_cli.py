@@ -114,5 +114,5 @@ def test_an_empty_catalogue_is_named(tmp_path, cli):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         f"harness run: {empty}: no case modules found (a module with a CASE dict and run(cell); "
-        "see README, 'How to add a case')"
+        "see 'How to add a case' in the docs, docs/authoring.md)"
     ]

@@ -161,6 +161,7 @@ INPUTS = {  # name: (type, default)
     "artifact-prefix": ("string", "harness"),
     "incremental": ("boolean", True),
 }
+    "split": ("number", 1),
 # Variables the runner sets in every job: scripts may read these without a step env.
 RUNNER_VARS = {"RUNNER_TEMP", "GITHUB_STEP_SUMMARY", "GITHUB_SERVER_URL"}
 # One requirement, or a JSON list of them, as the one matrix axis `torch`.
@@ -383,7 +384,9 @@ def test_reusable_run_job(reusable):
     assert strategy["fail-fast"] is False
     assert strategy["matrix"] == {"os": "${{ fromJSON(inputs.os) }}",
                                   "python": "${{ fromJSON(inputs.python) }}",
-                                  "torch": f"${{{{ {TORCH_LIST} }}}}"}
+                                  "torch": f"${{{{ {TORCH_LIST} }}}}",
+                                  "part": "${{ fromJSON(needs.parts.outputs.parts) }}"}
+    assert job["needs"] == ["parts"]
     assert job["runs-on"] == "${{ matrix.os }}"
     assert job["timeout-minutes"] == "${{ inputs.timeout-minutes }}"
     assert [s.get("uses", "").split("@")[0] for s in job["steps"][:2]] == ["actions/checkout",
@@ -402,16 +405,24 @@ def test_reusable_run_job(reusable):
     assert run["env"]["CHANGED"] == f"${{{{ {incremental} }}}}"
     (restore,) = _uses(job, "cache/restore")
     (save,) = _uses(job, "cache/save")
-    assert restore["if"] == f"${{{{ {incremental} }}}}"
-    assert save["if"] == "${{ always() && inputs.incremental && github.event_name != 'pull_request' }}"
+    # A split run restores on every event too: its parts deal by the last shards' durations.
+    assert restore["if"] == ("${{ inputs.incremental && (github.event_name == 'pull_request' "
+                             "|| inputs.split > 1) }}")
+    # Unsplit, the run job saves its own shard; split, the keep job saves all parts together.
+    assert save["if"] == ("${{ always() && inputs.incremental && github.event_name != 'pull_request' "
+                          "&& inputs.split == 1 }}")
     assert restore["with"]["path"] == save["with"]["path"] == "${{ runner.temp }}/harness-shards"
-    assert restore["with"]["key"] == save["with"]["key"]
-    assert save["with"]["key"].startswith(restore["with"]["restore-keys"])
+    whole = _key_for(restore["with"]["key"], split=1)
+    assert whole == save["with"]["key"]
+    assert [_key_for(k, split=1) for k in restore["with"]["restore-keys"].splitlines()] == \
+        [whole.removesuffix("${{ github.sha }}")] * 2
     steps = [s.get("name", s.get("uses", "")) for s in job["steps"]]
     assert steps.index(restore["name"]) < steps.index(run["name"]) < steps.index(save["name"])
     upload = _uses(job, "upload-artifact")
     assert len(upload) == 1 and upload[0]["if"] == "${{ always() }}"
-    assert upload[0]["with"]["path"] == "${{ runner.temp }}/harness-shards/*.json"
+    assert upload[0]["with"]["path"] == ("${{ runner.temp }}/harness-shards/${{ inputs.split > 1 && "
+                                         "format('*.split-{0}-of-{1}.json', matrix.part, inputs.split) "
+                                         "|| '*.json' }}")
     name = upload[0]["with"]["name"]
     assert name.startswith("${{ inputs.artifact-prefix }}-shard-")
     assert "${{ strategy.job-index }}" in name  # unique per cell of the matrix, whatever its torch
@@ -419,6 +430,99 @@ def test_reusable_run_job(reusable):
 
 
 def test_reusable_report_job(reusable):
+def _key_for(expression: str, *, split: int) -> str:
+    """A cache key expression with ``inputs.split > 1 && 'A' || 'B'`` decided for ``split``."""
+    return re.sub(r"\$\{\{ inputs\.split > 1 && '([^']*)' \|\| '([^']*)' \}\}",
+                  lambda m: m.group(1) if split > 1 else m.group(2), expression)
+
+
+def test_reusable_split_jobs(reusable):
+    """`split` N > 1: the parts job numbers the parts, every part restores the same cache entry of
+    its runner (falling back on the runner's whole shard), uploads its own split shard under a name
+    that the keep job finds again by os, python and torch, and the keep job, on the runner's own
+    OS, saves them together under the key that the parts restore."""
+    jobs = reusable["jobs"]
+    parts = jobs["parts"]
+    assert parts["outputs"] == {"parts": "${{ steps.parts.outputs.parts }}"}
+    assert parts["permissions"] == {} and "needs" not in parts
+    (number,) = parts["steps"]
+    assert number["id"] == "parts" and number["env"] == {"SPLIT": "${{ inputs.split }}"}
+    run, keep = jobs["run"], jobs["keep"]
+    (restore,) = _uses(run, "cache/restore")
+    key = _key_for(restore["with"]["key"], split=3)
+    assert "split-shards" in key and "matrix.part" not in key  # one entry for all parts
+    assert [_key_for(k, split=3) for k in restore["with"]["restore-keys"].splitlines()] == [
+        key.removesuffix("${{ github.sha }}"),
+        _key_for(restore["with"]["key"], split=1).removesuffix("${{ github.sha }}")]
+    assert _step(run, "harness run")["env"]["SPLIT"] == \
+        "${{ inputs.split > 1 && format('{0}/{1}', matrix.part, inputs.split) || '' }}"
+    assert keep["needs"] == ["run"]
+    assert keep["if"] == ("${{ always() && inputs.incremental && github.event_name != 'pull_request' "
+                          "&& inputs.split > 1 }}")
+    assert keep["runs-on"] == run["runs-on"] == "${{ matrix.os }}"
+    assert keep["permissions"] == {}
+    assert keep["strategy"]["matrix"] == {k: v for k, v in run["strategy"]["matrix"].items() if k != "part"}
+    (save,) = _uses(keep, "cache/save")
+    assert save["with"] == {"path": restore["with"]["path"], "key": key}
+    (download,) = _uses(keep, "download-artifact")
+    assert download["with"]["merge-multiple"] is True and download["with"]["path"] == restore["with"]["path"]
+    (upload,) = _uses(run, "upload-artifact")
+    # the artifact name up to its job index is the pattern the keep job downloads
+    assert upload["with"]["name"].removesuffix("${{ strategy.job-index }}") + "*" == download["with"]["pattern"]
+    tag = [s for s in run["steps"] if s.get("id") == "runner"]
+    assert tag == [s for s in keep["steps"] if s.get("id") == "runner"] and len(tag) == 1
+    steps = [s.get("id") or s.get("uses", "") for s in keep["steps"]]
+    assert steps.index("runner") < steps.index(download["uses"]) < steps.index(save["uses"])
+
+
+def _output_of(step: dict, env: dict[str, str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run a step's script with bash and ``env``; returns the process and what it wrote to
+    ``$GITHUB_OUTPUT``."""
+    output = tmp_path / "github-output"
+    output.write_text("")
+    proc = subprocess.run([_bash(), "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                          env={"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(output), **env},
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    return proc, output.read_text()
+
+
+@pytest.mark.parametrize("split, parts", [("1", "[1]"), ("3", "[1,2,3]"), ("256", None), ("0", None),
+                                          ("257", None), ("2.5", None), ("", None), ("1; echo x", None)])
+def test_parts_job_numbers_the_parts(reusable, tmp_path, split, parts):
+    (step,) = reusable["jobs"]["parts"]["steps"]
+    proc, output = _output_of(step, {"SPLIT": split}, tmp_path)
+    if split == "256":
+        assert proc.returncode == 0 and json.loads(output.removeprefix("parts=")) == list(range(1, 257))
+    elif parts is None:
+        assert proc.returncode == 2 and output == ""
+        assert re.fullmatch(r"::error title=split::split must be a whole number from 1 to 256 .*\n", proc.stdout)
+    else:
+        assert proc.returncode == 0, proc.stderr
+        assert output == f"parts={parts}\n"
+
+
+def test_artifact_tag_is_a_valid_name_and_tells_torch_requirements_apart(reusable, tmp_path):
+    (step,) = [s for s in reusable["jobs"]["run"]["steps"] if s.get("id") == "runner"]
+    tags = set()
+    for torch in ("torch==2.13.0", "torch==2.9.1", "torch>=2.5,<3", "torch @ https://example.com/t.whl"):
+        proc, output = _output_of(step, {"TORCH_REQUIREMENT": torch}, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        found = re.fullmatch(r"torch-tag=(torch[0-9]+)\n", output)
+        assert found, output
+        tags.add(found.group(1))
+    assert len(tags) == 4
+
+
+@pytest.mark.parametrize("split", ["", "2/3"])
+def test_run_script_passes_the_split(reusable, tmp_path, split):
+    step = _step(reusable["jobs"]["run"], "harness run")
+    proc, calls = _run_script(step, {"CATALOGUE": "", "HARNESS_TIMEOUT_SCALE": "1", "CHANGED": "true",
+                                     "SPLIT": split}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert calls == [["harness", "run", "--out", "/runner/temp/harness-shards", "--changed",
+                      *(["--split", split] if split else [])]]
+
+
     job = reusable["jobs"]["report"]
     assert job["needs"] == ["run"] and job["if"] == "${{ always() }}"
     download = _uses(job, "download-artifact")
@@ -513,16 +617,16 @@ def _run_script(step: dict, env: dict[str, str], tmp_path: Path, exit_code: int 
 ], ids=["empty", "one", "several"])
 def test_run_and_report_pass_each_catalogue(reusable, tmp_path, catalogue, expected):
     step = _step(reusable["jobs"]["run"], "harness run")
-    proc, calls = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "false"},
-                              tmp_path)
+    proc, calls = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "false",
+                                     "SPLIT": ""}, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert calls == [["harness", "run", "--out", "/runner/temp/harness-shards", *expected]]
-    proc, calls = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "true"},
-                              tmp_path)
+    proc, calls = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "true",
+                                     "SPLIT": ""}, tmp_path)
     assert calls == [["harness", "run", "--out", "/runner/temp/harness-shards", *expected, "--changed"]]
     # the run's exit code is the job's: 1 on a contradicted expectation
-    proc, _ = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "false"},
-                          tmp_path, 1)
+    proc, _ = _run_script(step, {"CATALOGUE": catalogue, "HARNESS_TIMEOUT_SCALE": "2", "CHANGED": "false",
+                                 "SPLIT": ""}, tmp_path, 1)
     assert proc.returncode == 1
     step = _step(reusable["jobs"]["report"], "harness report")
     proc, calls = _run_script(step, {"CATALOGUE": catalogue}, tmp_path)
