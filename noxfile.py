@@ -114,7 +114,7 @@ def lint(session: nox.Session) -> None:
     session.install("zizmor", "check-jsonschema")
     session.run("ruff", "check", ".")
     session.run("mypy")
-    session.run("zizmor", "--offline", "--min-severity", "medium", ".github/workflows/")
+    session.run("zizmor", "--offline", "--min-severity", "medium", ".github/workflows/", "action.yml")
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows",
                 *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")))
     session.run("check-jsonschema", "--check-metaschema", *sorted(str(p) for p in Path("harness/schemas").glob("*.json")))
@@ -127,3 +127,4 @@ def bench(session: nox.Session) -> None:
     _install(session, "test")
     session.install("torchfix")
     session.run("python", "-m", "benchmarks", *session.posargs)
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-actions", "action.yml")

@@ -307,6 +307,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         output_format=args.format,
         num_workers=args.num_workers,
         timeout_s=args.timeout,
+        summary=args.summary,
     )
 
 
@@ -336,7 +337,7 @@ def _lint(args: argparse.Namespace) -> int:
     from harness.lint.command import lint_command
 
     return lint_command(args.paths, output_format=args.format, select=args.select, ignore=args.ignore,
-                        fix=args.fix, diff=args.diff)
+                        fix=args.fix, diff=args.diff, summary=args.summary)
 
 
 #: The task function of each subcommand of :data:`harness._options.COMMANDS`.

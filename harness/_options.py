@@ -625,6 +625,12 @@ DIAGNOSE = Command(
             "{default}); its address space by $HARNESS_DIAGNOSE_MEMORY_GIB, in GiB (default: "
             f"{DEFAULT_MEMORY_GIB:g}; 0: none)"
         ),
+        Option(
+            ("--summary",),
+            "also append a Markdown summary of every target to FILE, whatever the format, "
+            "e.g. $GITHUB_STEP_SUMMARY",
+            settings={"type": Path, "metavar": "FILE"},
+        ),
     ),
 )
 
@@ -688,6 +694,9 @@ LINT = Command(
                "HL301, HL302), then report what is left", settings={"action": "store_true"}),
         Option(("--diff",), "print the fixes as a unified diff and write nothing (exit 1 when "
                "there is one)", settings={"action": "store_true"}),
+        Option(("--summary",), "also append a Markdown table of the findings to FILE, whatever "
+               "the format, e.g. $GITHUB_STEP_SUMMARY (not with --diff)",
+               settings={"type": Path, "metavar": "FILE"}),
     ),
 )
 

@@ -433,6 +433,7 @@ def diagnose_command(
     num_workers: int | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     output_format: str | None = None,
+    summary: Path | None = None,
 ) -> int:
     """``harness diagnose``: diagnose each target in its own child process and print the diagnoses.
 
@@ -451,12 +452,16 @@ def diagnose_command(
             ``github``: one ``::error`` workflow command per problem and ``::warning`` per
             hazard (:func:`harness.inspect.output.github_commands`), nothing for a safe loader,
             and ``::error title=harness diagnose::...`` for a target that gave no diagnosis.
+        summary: a file to append a Markdown summary of every target to, whatever the
+            format (:func:`harness.inspect.output.render_summary`), e.g. the job summary
+            ``$GITHUB_STEP_SUMMARY`` of a GitHub Actions step.
 
     Returns:
         The worst over the targets: 0 all safe; 1 any unsafe, or a child ended by the
         target's own code before it could report; 2 a bad target, bad
         ``HARNESS_DIAGNOSE_MEMORY_GIB``, timeout or memory bound reached (the other targets
-        are still diagnosed). Everything but a diagnosis is one line on stderr per target.
+        are still diagnosed), or the summary could not be written. Everything but a
+        diagnosis is one line on stderr per target.
 
     Raises:
         Interrupted: Ctrl-C or SIGTERM stopped a child (its process tree is killed; no later
@@ -497,4 +502,20 @@ def diagnose_command(
                     close()
     if fmt == "json" and (len(targets) > 1 or "error" not in entries[0]):
         print(json.dumps(entries if len(targets) > 1 else entries[0], indent=2))
+    if summary is not None and not _append_summary(summary, entries, settings.method):
+        codes.append(2)
     return 2 if 2 in codes else max(codes)
+
+
+def _append_summary(path: Path, entries: list[dict[str, Any]], method: str) -> bool:
+    """Append the Markdown summary to ``path``; ``False`` (and one line on stderr) when it
+    cannot be written."""
+    from harness.inspect.output import render_summary
+
+    try:
+        with Path(path).open("a", encoding="utf-8") as f:
+            f.write(render_summary(entries, method))
+    except OSError as exc:
+        _say(f"harness diagnose: error: --summary {path}: {exc.strerror or exc}")
+        return False
+    return True

@@ -1,4 +1,4 @@
-"""How a diagnosis is written: the human report and GitHub workflow commands.
+"""How a diagnosis is written: the human report, GitHub workflow commands and a job summary.
 
 The JSON form is the data itself (:meth:`harness.inspect.diagnose.Diagnosis.to_json`). Names,
 messages and paths come from the user's code: the text is passed through
@@ -9,15 +9,30 @@ escaped as GitHub's toolkit does, so each stays one line.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from harness._escape import visible
+from harness._escape import code, markdown, visible
 from harness.inspect import hints
 
 if TYPE_CHECKING:  # pragma: no cover
     from harness.inspect.diagnose import Diagnosis, Finding
 
-__all__ = ["format_github", "format_text", "github_command", "github_commands", "plural"]
+__all__ = [
+    "SUMMARY_ROWS",
+    "format_github",
+    "format_text",
+    "github_command",
+    "github_commands",
+    "plural",
+    "render_summary",
+]
+
+#: At most this many problem and hazard rows in :func:`render_summary` (GitHub keeps at most
+#: 1 MiB of one step's job summary); the annotations still carry every one.
+SUMMARY_ROWS = 100
+#: Characters of a message kept in a summary row.
+_SUMMARY_MESSAGE = 300
 
 
 def plural(n: int, word: str) -> str:
@@ -158,3 +173,87 @@ def format_github(d: Diagnosis) -> str:
     (``::warning``), each with ``file`` and ``line`` where the culprit has a site; ``""`` for
     a safe loader with no hazard. See :func:`github_commands`."""
     return "\n".join(github_commands(d))
+
+
+def _clip(text: str, limit: int = _SUMMARY_MESSAGE) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cell(value: Any) -> str:
+    """A table cell for an identifier from the user's code (a path, a type, a case id)."""
+    return code(str(value)) if value not in (None, "") else ""
+
+
+def _where(problem: Mapping[str, Any]) -> str:
+    file, line, cell = problem.get("file"), problem.get("line"), problem.get("cell")
+    if not file:
+        return ""
+    if cell is not None:
+        return code(f"{file}, cell {cell}, line {line}")
+    return code(f"{file}:{line}" if line is not None else str(file))
+
+
+def _verdict(entry: Mapping[str, Any]) -> str:
+    if "error" in entry:
+        return "⛔ not diagnosed"
+    return "✅ safe" if entry.get("safe") else "❌ unsafe"
+
+
+def render_summary(entries: Sequence[Mapping[str, Any]], method: str) -> str:
+    """Markdown for a CI job summary (``$GITHUB_STEP_SUMMARY``) of one ``harness diagnose`` run.
+
+    A heading with the counts, one row per target (its verdict, problems and hazards), then
+    one row per problem and per hazard (the object's path and type, its definition site, the
+    error, the matching case and its fix), at most :data:`SUMMARY_ROWS` of them, and the error
+    of each target that gave no diagnosis. Everything from the user's code is escaped
+    (:func:`harness._escape.code`, :func:`harness._escape.markdown`), so it renders as text.
+
+    Args:
+        entries: one per target, as ``harness diagnose --format json`` prints them: a
+            :meth:`~harness.inspect.diagnose.Diagnosis.to_json` object, or ``{"target",
+            "error"}`` for a target that gave no diagnosis.
+        method: the start method checked (``spawn`` or ``forkserver``).
+
+    Returns:
+        The Markdown, ending with a blank line.
+    """
+    unsafe = sum("error" not in e and not e.get("safe") for e in entries)
+    failed = sum("error" in e for e in entries)
+    safe = len(entries) - unsafe - failed
+    counts = [f"{n} {label}" for n, label in ((unsafe, "unsafe"), (safe, "safe"), (failed, "not diagnosed")) if n]
+    lines = [
+        f"### harness diagnose ({markdown(method)}): {', '.join(counts) or 'no target'}",
+        "",
+        "| Target | Verdict | Problems | Hazards |",
+        "|---|---|---|---|",
+    ]
+    rows: list[str] = []
+    for e in entries:
+        target = _cell(e.get("target", ""))
+        if "error" in e:
+            lines.append(f"| {target} | {_verdict(e)} | | |")
+            continue
+        problems, hazards = list(e.get("problems") or []), list(e.get("hazards") or [])
+        lines.append(f"| {target} | {_verdict(e)} | {len(problems)} | {len(hazards)} |")
+        for kind, items in (("problem", problems), ("hazard", hazards)):
+            for p in items:
+                what = f"{_cell(p.get('path'))} ({markdown(str(p.get('type', '')))})"
+                if kind == "hazard":
+                    breaks = markdown(f"breaks on Python {p.get('breaks_on', '')}")
+                    what = f"⚠ {breaks}: {what}"
+                rows.append(f"| {target} | {what} | {_where(p)} | {markdown(_clip(str(p.get('message', ''))))} "
+                            f"| {_cell(p.get('case'))} | {_cell(p.get('fix'))} |")
+    lines.append("")
+    if rows:
+        lines += ["| Target | Object | Defined at | Error | Case | Fix |", "|---|---|---|---|---|---|"]
+        lines += rows[:SUMMARY_ROWS]
+        if len(rows) > SUMMARY_ROWS:
+            lines.append(f"| … | {len(rows) - SUMMARY_ROWS} more (see the annotations) | | | | |")
+        lines += ["", "`harness explain FIX` shows a fix and the diff to it.", ""]
+    for e in entries:
+        if "error" in e:
+            error = str(e["error"]).removeprefix("harness diagnose: error: ")
+            lines.append(f"- {_cell(e.get('target', ''))}: {markdown(_clip(error))}")
+    if failed:
+        lines.append("")
+    return "\n".join(lines) + "\n"

@@ -11,8 +11,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from harness.lint.engine import LintResult
 
 __all__ = ["lint_command"]
 
@@ -28,7 +32,8 @@ def _codes(values: Sequence[str] | None, option: str) -> tuple[str, ...]:
 
 
 def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", select: Sequence[str] | None = None,
-                 ignore: Sequence[str] | None = None, fix: bool = False, diff: bool = False) -> int:
+                 ignore: Sequence[str] | None = None, fix: bool = False, diff: bool = False,
+                 summary: Path | None = None) -> int:
     """Lint ``paths`` (default: ``[tool.harness.lint] paths``, else ``.``) and print the findings.
 
     Args:
@@ -40,13 +45,16 @@ def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", se
             saying on stderr what was fixed and why the rest was not; then lint what is left.
         diff: print the fixes as a unified diff on stdout and write nothing; the exit code is 1
             when there is a diff (or a file could not be read), else 0.
+        summary: a file to append a Markdown table of the findings to
+            (:func:`harness.lint.output.render_summary`), whatever the format, e.g. the job
+            summary ``$GITHUB_STEP_SUMMARY`` of a GitHub Actions step; not with ``diff``.
 
     Returns:
-        The exit code (0, 1, or 2 for a path that does not exist). With ``fix``: 1 when
-        findings remain.
+        The exit code (0, 1, or 2 for a path that does not exist, or a summary that cannot be
+        written). With ``fix``: 1 when findings remain.
 
     Raises:
-        UsageError: an unknown rule code.
+        UsageError: an unknown rule code, or ``summary`` with ``diff``.
         ConfigError: the project's ``pyproject.toml`` is unusable.
     """
     from harness._progress import say
@@ -64,6 +72,8 @@ def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", se
     targets = given or list(config.paths) or [Path(".")]
     if fix and diff:
         raise UsageError("--fix and --diff: choose one (--diff shows what --fix would write)")
+    if diff and summary is not None:
+        raise UsageError("--summary and --diff: --diff reports no findings to summarize")
     if fix or diff:
         from harness.lint.rewrite import rewrite_paths
 
@@ -86,7 +96,7 @@ def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", se
         if report.errors:
             result = lint_paths(targets, select=chosen_select, ignore=chosen_ignore, exclude=config.exclude)
             _write(render(result, output_format))
-            return 1
+            return 1 if _summary(summary, result) else 2
     try:
         result = lint_paths(targets, select=chosen_select, ignore=chosen_ignore, exclude=config.exclude)
     except SourceError as exc:
@@ -94,7 +104,26 @@ def lint_command(paths: Sequence[str | Path], *, output_format: str = "text", se
     for line in result.errors:
         say(line, command="lint")
     _write(render(result, output_format))
+    if not _summary(summary, result):
+        return 2
     return 1 if result.findings or result.errors else 0
+
+
+def _summary(path: Path | None, result: LintResult) -> bool:
+    """Append :func:`harness.lint.output.render_summary` to ``path`` (nothing when ``None``);
+    ``False`` (and one line on stderr) when it cannot be written."""
+    from harness._progress import say
+    from harness.lint.output import render_summary
+
+    if path is None:
+        return True
+    try:
+        with Path(path).open("a", encoding="utf-8") as f:
+            f.write(render_summary(result))
+    except OSError as exc:
+        say(f"error: --summary {path}: {exc.strerror or exc}", command="lint")
+        return False
+    return True
 
 
 def _write(text: str) -> None:

@@ -11,6 +11,9 @@
 * ``sarif``: SARIF 2.1.0 (https://docs.oasis-open.org/sarif/sarif/v2.1.0/), one run, the rules
   in the tool's driver, for GitHub code scanning.
 
+:func:`render_summary` is the Markdown table ``--summary`` appends to a CI job summary, beside
+any of these.
+
 Paths are printed relative to the current directory when they are under it, with ``/``.
 """
 
@@ -25,11 +28,14 @@ from harness import __version__
 from harness.lint.engine import Finding, LintResult
 from harness.lint.rules import RULES
 
-__all__ = ["FORMATS", "render"]
+__all__ = ["FORMATS", "SUMMARY_ROWS", "render", "render_summary"]
 
 FORMATS = ("text", "json", "github", "sarif")
 _SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _HELP = "https://docs.pytorch.org/docs/stable/data.html#platform-specific-behaviors"
+#: At most this many finding rows in :func:`render_summary` (GitHub keeps at most 1 MiB of one
+#: step's job summary); the annotations and SARIF still carry every finding.
+SUMMARY_ROWS = 100
 
 
 def _rel(path: Path) -> str:
@@ -154,3 +160,34 @@ def _sarif(result: LintResult) -> str:
 def render(result: LintResult, fmt: str) -> str:
     """``result`` in format ``fmt`` (one of :data:`FORMATS`)."""
     return {"text": _text, "json": _json, "github": _github, "sarif": _sarif}[fmt](result)
+
+
+def render_summary(result: LintResult) -> str:
+    """Markdown for a CI job summary (``$GITHUB_STEP_SUMMARY``): a heading with the counts,
+    one row per finding (where, rule, level, message, case, fix), at most :data:`SUMMARY_ROWS`,
+    and one item per file that could not be checked. Paths and messages are escaped
+    (:func:`harness._escape.code`, :func:`harness._escape.markdown`), so they render as text.
+    The result ends with a blank line."""
+    from harness._escape import code, markdown
+
+    errors = sum(f.level == "error" for f in result.findings)
+    warnings = len(result.findings) - errors
+    n = len(result.findings)
+    head = (f"{n} finding{'' if n == 1 else 's'} ({errors} error(s), {warnings} warning(s))" if n
+            else "no finding")
+    lines = [f"### harness lint: {head} in {result.files} file(s)", ""]
+    if result.findings:
+        lines += ["| Where | Rule | Message | Case | Fix |", "|---|---|---|---|---|"]
+        for f in result.findings[:SUMMARY_ROWS]:
+            rule = f.rule if f.level == "error" else f"{f.rule} (warning)"
+            message = f.message if len(f.message) <= 300 else f.message[:299] + "…"
+            lines.append(f"| {code(_where(f))} | {code(rule)} | {markdown(message)} | "
+                         f"{code(f.case) if f.case else ''} | {code(f.fix) if f.fix else ''} |")
+        if n > SUMMARY_ROWS:
+            lines.append(f"| … | {n - SUMMARY_ROWS} more (see the annotations) | | | |")
+        lines += ["", "`harness explain FIX` shows a fix and the diff to it; `harness lint --fix` "
+                  "applies the proven ones.", ""]
+    if result.errors:
+        lines += [f"**{len(result.errors)} file(s) not checked:**", ""]
+        lines += [f"- {markdown(line)}" for line in result.errors] + [""]
+    return "\n".join(lines) + "\n"
