@@ -17,10 +17,17 @@ from typing import Any, TextIO
 
 from harness._escape import terminal
 from harness._options import DEFAULT_MATRIX
-from harness.catalogue.discover import Case, Catalogue, CatalogueError, open_catalogue
+from harness.catalogue.discover import (
+    Case,
+    Catalogue,
+    CatalogueError,
+    default_catalogue_dir,
+    open_catalogue,
+)
 from harness.catalogue.literal import case_statement
 from harness.classify.outcomes import METHODS, outcome_label
 from harness.errors import UsageError
+from harness.report.breaks import default_view_lines
 from harness.report.merge import validate_matrix
 from harness.shard.jsonfile import JSONFileError, load_json_file
 
@@ -161,9 +168,21 @@ def _expected(case: Case) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
+def _built_in(case: Case) -> bool:
+    """Whether ``case`` is one of the built-in catalogue's (whose observations ship with it)."""
+    try:
+        return case.path.resolve().is_relative_to(default_catalogue_dir().resolve())
+    except CatalogueError:
+        return False
+
+
 def _observed(case: Case, matrix: dict[str, Any] | None, matrix_note: str | None) -> str:
     """What the latest report observed, or why there is nothing to show."""
     if matrix is None:
+        packaged = default_view_lines(case.id) if _built_in(case) else []
+        if packaged:  # a built-in case: the committed matrix's view ships with the package
+            return (_wrap((matrix_note or "no report") + "; the default view of the committed matrix, "
+                          "packaged with the harness:") + "\n" + "".join(f"  {terminal(ln, one_line=True)}\n" for ln in packaged))
         return _wrap(matrix_note or "no report") + "\n"
     lines = observed_lines(case.id, matrix)
     if lines:

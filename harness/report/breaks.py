@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["breaks_data", "breaks_file", "breaks_for", "describe_breaks", "main"]
+__all__ = ["breaks_data", "breaks_file", "breaks_for", "default_view_lines", "describe_breaks", "main"]
 
 
 def breaks_file() -> Path:
@@ -81,6 +81,23 @@ def describe_breaks(case_id: str) -> str:
         outcome = f"{c['outcome']}/{c['kind']}" if c.get("kind") else str(c["outcome"])
         parts.append(f"{_TITLES.get(c['platform'], c['platform'])} ({c['method']}: {outcome}, {c['provenance']})")
     return "; ".join(parts)
+
+
+def default_view_lines(case_id: str) -> list[str]:
+    """The packaged default view of ``case_id``, one line per platform column:
+    ``Windows (spawn): error/pickle, emulated on linux-x86_64-py3.11-torch2.13.0+cpu-as-windows``.
+
+    What ``harness explain`` shows where no ``reports/matrix.json`` is at hand (an installed
+    package, a user's project); ``[]`` for a case the packaged view does not hold.
+    """
+    lines = []
+    for c in _packaged()["cases"].get(case_id) or []:
+        if not isinstance(c, dict) or "platform" not in c:
+            continue
+        outcome = f"{c.get('outcome')}/{c['kind']}" if c.get("kind") else str(c.get("outcome"))
+        lines.append(f"{_TITLES.get(c['platform'], c['platform'])} ({c.get('method')}): {outcome}, "
+                     f"{c.get('provenance')} on {c.get('runner')}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

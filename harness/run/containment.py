@@ -18,7 +18,7 @@ three layers:
    cell starts), then removes the tracked work folders.
 3. The warm template also kills its cells' process groups when its control socket closes.
 
-Limits (documented in the README): a process that clears its environment *and* leaves the
+Limits (documented in docs/containment.md): a process that clears its environment *and* leaves the
 process group *and* was never re-parented to the harness (its parent still alive when the
 harness died) escapes layer 2; so does one running as another user. On macOS and Windows,
 without a subreaper, layer 1 covers process trees only; the watchdog's environment scan

@@ -3,7 +3,7 @@ bad numbers in options and ``HARNESS_*`` variables, closed standard streams, a s
 empty list in ``[tool.harness]``, an unwritable ``--out``, an oversized message in a shard, and a
 ``diagnose`` killed with SIGKILL.
 
-Each failure must be one line on stderr and the documented exit code (README, "Exit codes": 0
+Each failure must be one line on stderr and the documented exit code (docs/matrix.md, "Options and exit codes": 0
 done, 1 findings, 2 usage or input error), never a traceback.
 """
 

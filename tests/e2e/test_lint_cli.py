@@ -385,9 +385,9 @@ def test_lint_imports_no_torch_and_runs_no_user_code(tmp_path):
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_readme_example_is_the_sample_project_s_real_output(cli):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = readme.split("$ cd tests/data/downstream && harness lint .", 1)[1].split("```", 1)[0]
+def test_the_lint_docs_example_is_the_sample_project_s_real_output(cli):
+    doc = (ROOT / "docs" / "lint.md").read_text(encoding="utf-8")
+    block = doc.split("$ cd tests/data/downstream && harness lint .", 1)[1].split("```", 1)[0]
     shown = block.splitlines()[1:]
     proc = cli("lint", ".", cwd=ROOT / "tests" / "data" / "downstream")
     assert proc.returncode == 1

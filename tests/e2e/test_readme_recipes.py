@@ -1,5 +1,5 @@
-"""End-to-end: the README's "Use it in your project" recipes, run as written on the sample
-downstream project (tests/data/downstream)."""
+"""End-to-end: the "Use it in your project" recipes of the README and of docs/ci/index.md, run
+as written on the sample downstream project (tests/data/downstream)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.M | re.S)
 
 
 def _section() -> str:
+    """The README's "Use it in your project" section, then the docs page it points to."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index("\n## Use it in your project\n")
     end = text.index("\n## ", start + 1)
-    return text[start:end]
+    return text[start:end] + "\n" + (ROOT / "docs" / "ci" / "index.md").read_text(encoding="utf-8")
 
 
 def _blocks(lang: str) -> list[str]:

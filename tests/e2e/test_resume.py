@@ -218,7 +218,7 @@ def test_even_a_killed_harness_leaves_no_cell_behind_when_warm(tmp_path, cli):
 
 
 def test_a_narrower_run_keeps_the_cells_it_does_not_run(tmp_path, cli):
-    """Checking one case (README, "How to add a case") must not drop a runner's other cells."""
+    """Checking one case (docs/authoring.md) must not drop a runner's other cells."""
     fixtures = ("run", "--catalogue", str(TESTS / "fixture_cases"), "--out", str(tmp_path))
     first = cli(*fixtures, "--cases", "fixture-good", "--start-method", "in-process", "fork")
     assert first.returncode == 0, first.stderr

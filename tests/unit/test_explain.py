@@ -36,6 +36,20 @@ def test_bad_case_shows_code_why_sources_and_diff_to_its_fix(tmp_path, cli):
     assert "no report at reports/matrix.json" in text
 
 
+def test_without_a_report_a_built_in_case_shows_the_packaged_default_view(tmp_path, cli):
+    """From an installed package or a user's project there is no reports/matrix.json: the
+    committed matrix's default view (harness_cases/breaks.json) is shown instead, every column."""
+    packaged = json.loads((Path(__file__).resolve().parents[2] / "harness_cases" / "breaks.json").read_text())
+    cells = packaged["cases"]["transform-local-def"]
+    assert len(cells) == 4
+    text = cli("explain", "transform-local-def", cwd=tmp_path).stdout
+    observed = text.split("\nObserved (latest report)\n", 1)[1].split("\nCode (", 1)[0]
+    assert "packaged with the harness" in observed.replace("\n  ", " ")
+    for cell in cells:
+        outcome = f"{cell['outcome']}/{cell['kind']}" if cell["kind"] else cell["outcome"]
+        assert f"({cell['method']}): {outcome}, {cell['provenance']} on {cell['runner']}" in observed, cell
+
+
 def test_observed_outcomes_come_from_the_report(tmp_path, cli):
     shard = json.loads((DATA / "shard-linux-py3.11.json").read_text())
     matrix = merge([(DATA / "shard-linux-py3.11.json", shard)])

@@ -143,7 +143,8 @@ def test_missing_interpreter_is_skipped_locally_and_fails_on_ci(ci, tmp_path):
 
 REUSABLE = WORKFLOW.parent / "harness.yml"
 RELEASE = WORKFLOW.parent / "release.yml"
-WORKFLOWS = [WORKFLOW, REUSABLE, RELEASE]
+DOCS = WORKFLOW.parent / "docs.yml"
+WORKFLOWS = [WORKFLOW, REUSABLE, RELEASE, DOCS]
 OSES = {"ubuntu-latest", "windows-latest", "macos-latest"}
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INPUTS = {  # name: (type, default)
@@ -160,8 +161,8 @@ INPUTS = {  # name: (type, default)
     "timeout-minutes": ("number", 90),
     "artifact-prefix": ("string", "harness"),
     "incremental": ("boolean", True),
-}
     "split": ("number", 1),
+}
 # Variables the runner sets in every job: scripts may read these without a step env.
 RUNNER_VARS = {"RUNNER_TEMP", "GITHUB_STEP_SUMMARY", "GITHUB_SERVER_URL"}
 # One requirement, or a JSON list of them, as the one matrix axis `torch`.
@@ -284,7 +285,7 @@ def test_every_nox_session_called_exists(wf, all_sessions):
         assert sessions, f"{job_id}: nox without -s runs the default sessions"
         assert set(sessions) <= known, f"{job_id}: unknown nox sessions {set(sessions) - known}"
         called |= set(sessions)
-    assert {"lint", "tests", "regression"} <= called
+    assert {"lint", "tests", "regression", "package"} <= called
 
 
 def test_parametrized_sessions_run_on_the_job_python_only(wf, all_sessions, pyproject_pythons):
@@ -429,7 +430,6 @@ def test_reusable_run_job(reusable):
     assert upload[0]["with"]["overwrite"] is True  # a re-run job replaces its own shard
 
 
-def test_reusable_report_job(reusable):
 def _key_for(expression: str, *, split: int) -> str:
     """A cache key expression with ``inputs.split > 1 && 'A' || 'B'`` decided for ``split``."""
     return re.sub(r"\$\{\{ inputs\.split > 1 && '([^']*)' \|\| '([^']*)' \}\}",
@@ -523,6 +523,7 @@ def test_run_script_passes_the_split(reusable, tmp_path, split):
                       *(["--split", split] if split else [])]]
 
 
+def test_reusable_report_job(reusable):
     job = reusable["jobs"]["report"]
     assert job["needs"] == ["run"] and job["if"] == "${{ always() }}"
     download = _uses(job, "download-artifact")
@@ -733,7 +734,7 @@ def test_hygiene(path):
         assert set(triggers["workflow_dispatch"]["inputs"]) == {"python", "torch"}
     else:
         assert wf["permissions"] == {}  # each job asks for what it needs
-        assert ("concurrency" in wf) == (path == RELEASE)  # a reusable workflow: the caller's to decide
+        assert ("concurrency" in wf) == (path in (RELEASE, DOCS))  # a reusable workflow: the caller's to decide
     lines = text.splitlines()
     uses = [(job, s) for job, s in _steps(wf) if "uses" in s]
     assert uses
@@ -748,9 +749,11 @@ def test_hygiene(path):
                             for st in job.get("steps", []))
         publishes = any(st.get("uses", "").startswith("pypa/gh-action-pypi-publish@")
                         for st in job.get("steps", []))
+        deploys = any(st.get("uses", "").startswith("actions/deploy-pages@") for st in job.get("steps", []))
         allowed = ({}, {"contents": "read"}) + (({"contents": "read", "security-events": "write"},)
                                                  if uploads_sarif else ()) \
-            + (({"id-token": "write"},) if publishes else ())
+            + (({"id-token": "write"},) if publishes else ()) \
+            + (({"pages": "write", "id-token": "write"},) if deploys else ())
         assert "permissions" not in job or job["permissions"] in allowed, job_id
         if "uses" in job:  # a called workflow: this repository's own, at this commit
             assert job["uses"].startswith("./.github/workflows/"), job_id
@@ -775,6 +778,20 @@ def test_release_workflow():
     assert not any("password" in st.get("with", {}) for st in publish["steps"])  # no stored token
     # the version check reads the one source of the version
     assert re.search(r'^__version__ = "[^"]+"$', (ROOT / "harness" / "__init__.py").read_text(), re.M)
+
+
+def test_docs_workflow():
+    """The site is built by the nox session CI runs (mkdocs build --strict) on every push and pull
+    request, and only a push to main deploys it, from the job that alone may write Pages."""
+    wf = _load(DOCS)
+    assert set(_triggers(wf)) == {"push", "pull_request", "workflow_dispatch"}
+    build, deploy = wf["jobs"]["build"], wf["jobs"]["deploy"]
+    assert "nox --non-interactive -s docs" in "\n".join(st.get("run", "") for st in build["steps"])
+    (upload,) = [st for st in build["steps"] if st.get("uses", "").startswith("actions/upload-pages-artifact@")]
+    assert upload["with"]["path"].rstrip("/") == "site"
+    assert "--site-dir\", \"site\"" in (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert deploy["needs"] == "build" and "pull_request" in deploy["if"] and "refs/heads/main" in deploy["if"]
+    assert deploy["environment"]["name"] == "github-pages"
 
 
 def test_same_actions_at_the_same_commits():
@@ -850,8 +867,14 @@ def _readme_section() -> str:
     return text[start:start + 4 + end.start()] if end else text[start:]
 
 
+#: The reusable workflow's page: the same caller, every input.
+WORKFLOW_DOC = ROOT / "docs" / "ci" / "workflow.md"
+
+
 def test_readme_caller_example(reusable):
-    section = _readme_section()
+    readme = _readme_section()
+    section = WORKFLOW_DOC.read_text(encoding="utf-8")
+    assert re.findall(r"```yaml\n(.*?)```", readme, flags=re.S)[0] in section, "the README shows the docs' caller"
     blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
     assert blocks, "the section shows a caller workflow"
     caller = yaml.safe_load(blocks[0])
@@ -879,13 +902,13 @@ def test_readme_caller_example(reusable):
 
 # --- .ci/run --------------------------------------------------------------------------------------
 
-def test_ci_run_runs_lint_tests_regression_and_package_on_its_own_python_only():
+def test_ci_run_runs_lint_tests_regression_package_and_docs_on_its_own_python_only():
     commands = _commands(CI_RUN.read_text(encoding="utf-8"))
     calls = [args for argv in commands if (args := _nox_args(argv)) is not None]
     assert len(calls) == 1, calls
     args = calls[0]
     sessions, python = _sessions_and_python(args)
-    assert sessions == ["lint", "tests", "regression", "package"]
+    assert sessions == ["lint", "tests", "regression", "package", "docs"]
     assert python == "$PYTHON_VERSION", args
     assert "--error-on-missing-interpreters" in args
     assert args.index("--error-on-missing-interpreters") < args.index("-s")
