@@ -140,7 +140,9 @@ def observed_lines(case_id: str, matrix: dict[str, Any]) -> list[str]:
 def _load_matrix(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """``(matrix, None)``, or ``(None, reason)`` when it is absent or unusable."""
     if not path.exists():
-        return None, f"no report at {path}; 'harness report' renders one from the committed shards in reports/shards/ (or run 'harness run' first to observe this case here)"
+        if Path("reports/shards").is_dir():  # a clone of the harness, or a project with its shards
+            return None, f"no report at {path}; 'harness report' renders one from the shards in reports/shards/ (or run 'harness run' first to observe this case here)"
+        return None, f"no report at {path}; 'harness run --cases CASE' then 'harness report' make one here"
     try:
         data = load_json_file(path)
     except JSONFileError as exc:
@@ -178,17 +180,24 @@ def _built_in(case: Case) -> bool:
 
 def _observed(case: Case, matrix: dict[str, Any] | None, matrix_note: str | None) -> str:
     """What the latest report observed, or why there is nothing to show."""
-    if matrix is None:
-        packaged = default_view_lines(case.id) if _built_in(case) else []
-        if packaged:  # a built-in case: the committed matrix's view ships with the package
-            return (_wrap((matrix_note or "no report") + "; the default view of the committed matrix, "
-                          "packaged with the harness:") + "\n" + "".join(f"  {terminal(ln, one_line=True)}\n" for ln in packaged))
-        return _wrap(matrix_note or "no report") + "\n"
+    if matrix is None:  # a built-in case: the committed matrix's view ships with the package
+        note = (matrix_note or "no report").replace("--cases CASE", f"--cases {case.id}")
+        return _wrap(note) + "\n" + _packaged_view(case)
     lines = observed_lines(case.id, matrix)
     if lines:
         return "".join(f"  {line}\n" for line in lines)
-    return (f"  the report ({terminal(str(matrix.get('generated_utc', 'undated')), one_line=True)}) "
+    said = (f"  the report ({terminal(str(matrix.get('generated_utc', 'undated')), one_line=True)}) "
             f"has no result for this case; run 'harness run --cases {case.id}' then 'harness report'\n")
+    return said + _packaged_view(case)
+
+
+def _packaged_view(case: Case) -> str:
+    """The committed matrix's default view of a built-in case, as shipped (``""`` for others)."""
+    packaged = default_view_lines(case.id) if _built_in(case) else []
+    if not packaged:
+        return ""
+    return ("  the default view of the committed matrix, packaged with the harness:\n"
+            + "".join(f"  {terminal(ln, one_line=True)}\n" for ln in packaged))
 
 
 def _code(case: Case) -> str:

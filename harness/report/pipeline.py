@@ -170,7 +170,10 @@ def _summary(state: _Report) -> int | None:
 def _verdict(state: _Report) -> int:
     matrix = state.matrix
     mismatches = [r for r in matrix["results"] if not r["matches"]]
-    lines = [f"harness report: {len(state.shards)} shard(s), {len(matrix['results'])} cells, "
+    files = sum(len(r.get("split_shards") or [r.get("shard")]) for r in matrix["runners"])
+    shards = f"{len(state.shards)} shard(s)" if files == len(state.shards) else \
+        f"{files} shard file(s) of {len(state.shards)} runner(s)"
+    lines = [f"harness report: {shards}, {len(matrix['results'])} cells, "
              f"{len(mismatches)} contradict expectations -> {state.out_dir}: {', '.join(state.written)}"]
     broken = sorted({(r["case"], r["runner"]) for r in mismatches if r.get("broken")})
     for case, runner in broken:

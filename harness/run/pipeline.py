@@ -332,6 +332,10 @@ def _split(state: _Run) -> None:
            "joined": "joining the split run under way in --out", "resumed": "as the shard resumed"}[chosen.basis]
     _say(f"--split {part}/{parts}: {len(state.cases)} of {len(chosen.weights)} case(s), {len(state.specs)} cell(s), "
          f"about {share:.1f} s of {total:.1f} s ({how})")
+    whole = state.options.out_dir / shard_filename(state.runner)
+    if whole.exists():
+        _say(f"--split: {whole} is this runner's whole shard; 'harness report' refuses split shards beside it "
+             "(give the parts an --out of their own, or move it)")
 
 
 def _previous_results(state: _Run) -> list[dict[str, Any]]:

@@ -86,6 +86,16 @@ def test_a_part_again_with_changed_keeps_its_cells(runs, cli, tmp_path):
     assert shard["results"] and f"--changed: {kept} cell(s) unchanged" in got.stderr
 
 
+def test_a_part_beside_the_whole_shard_is_warned_at_run_time(runs, cli, tmp_path):
+    """harness report refuses split shards beside the runner's whole shard; the run says so first."""
+    out = tmp_path / "mixed"
+    shutil.copytree(runs["whole"], out)
+    got = _run(cli, out, "--split", "1/2")
+    whole = next(runs["whole"].glob("*.json")).name
+    assert any(whole in line and "refuses split shards beside it" in line for line in got.stderr.splitlines()), got.stderr
+    assert cli("report", "--shards", str(out), "--out", str(tmp_path / "rep")).returncode == 2
+
+
 def test_report_names_the_missing_part(runs, cli, tmp_path):
     shards = tmp_path / "shards"
     shards.mkdir()

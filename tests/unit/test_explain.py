@@ -44,7 +44,8 @@ def test_without_a_report_a_built_in_case_shows_the_packaged_default_view(tmp_pa
     assert len(cells) == 4
     text = cli("explain", "transform-local-def", cwd=tmp_path).stdout
     observed = text.split("\nObserved (latest report)\n", 1)[1].split("\nCode (", 1)[0]
-    assert "packaged with the harness" in observed.replace("\n  ", " ")
+    assert "packaged with the harness" in observed
+    assert "reports/shards" not in observed  # not in this folder: no hint that points at it
     for cell in cells:
         outcome = f"{cell['outcome']}/{cell['kind']}" if cell["kind"] else cell["outcome"]
         assert f"({cell['method']}): {outcome}, {cell['provenance']} on {cell['runner']}" in observed, cell
@@ -77,6 +78,10 @@ def test_a_case_the_report_has_not_seen_is_said_so(tmp_path, cli):
     proc = cli("explain", unseen, "--matrix", str(path))
     assert proc.returncode == 0
     assert "has no result for this case" in proc.stdout
+    # a local report of a few cases does not hide what the committed matrix saw
+    packaged = json.loads((Path(__file__).resolve().parents[2] / "harness_cases" / "breaks.json").read_text())
+    if unseen in packaged["cases"]:
+        assert "packaged with the harness" in proc.stdout
 
 
 def test_good_case_names_the_cases_it_fixes(cli):
