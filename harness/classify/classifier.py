@@ -127,7 +127,9 @@ _KIND_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 _SECONDARY = re.compile(
     r"^(?:[\w.]+\.)?(?:ConnectionResetError|BrokenPipeError|ConnectionRefusedError|ConnectionAbortedError|"
     r"EOFError|OSError: \[Errno (?:32|104|111)\])\b|Ran out of input|"
-    r"Connection reset by peer|Broken pipe")
+    r"Connection reset by peer|Broken pipe|"
+    # the parent's own report that a worker vanished: the worker's line, printed before it, decides
+    r"DataLoader worker \(pid.*?\) exited unexpectedly")
 
 _WORKER_EXITED = re.compile(r"DataLoader worker \(pid\(s\)? [^)]*\) exited unexpectedly|exited unexpectedly with exit code")
 _WORKER_SIGNAL = re.compile(r"DataLoader worker \(pid:? ?\d+\) is killed by signal: ([^.\n]+)")
@@ -235,16 +237,28 @@ _PYTEST_E = re.compile(r"^E {3}(?=\s*\S)")
 _BOX = re.compile(r"^\s*[\u2500-\u257f]")
 
 
+#: What tools put before each line of a process's output: a GitHub Actions log's timestamp,
+#: torchrun's ``[rank0]:``, docker compose's ``service-1  |``, and the ``|`` that frames each
+#: exception of an ``ExceptionGroup`` (``Lib/traceback.py``, PEP 654). Taken off before the
+#: rules read a line, so a decisive line is the process's own text.
+_LINE_PREFIX = re.compile(r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|\[(?:rank|default)\d+\]:\s?|"
+                          r"[A-Za-z][\w.-]*-\d+\s+\|\s?|\s*(?:\|\s)+)")
+_ANY_LINE_PREFIX = re.compile(_LINE_PREFIX.pattern, re.M)
+
+
 def _plain(text: str) -> str:
-    """``text`` as the rules read it: no escapes, pytest's ``E`` prefix taken off, rich's boxes
-    blanked (source shown in a box is not evidence)."""
+    """``text`` as the rules read it: no escapes, line prefixes of log tools taken off
+    (:data:`_LINE_PREFIX`), pytest's ``E`` prefix taken off, rich's boxes blanked (source shown
+    in a box is not evidence)."""
     text = strip_escapes(text)
-    if "E   " not in text and not any("\u2500" <= c <= "\u257f" for c in text):
+    boxed = any("\u2500" <= c <= "\u257f" for c in text)
+    if "E   " not in text and not boxed and not _ANY_LINE_PREFIX.search(text):
         return text
     out = []
     for line in text.splitlines():
         if _BOX.match(line):
             line = ""
+        line = _LINE_PREFIX.sub("", line, count=1)
         out.append(_PYTEST_E.sub("", line))
     return "\n".join(out)
 

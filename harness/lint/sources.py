@@ -222,8 +222,10 @@ def iter_files(paths: Iterable[Path], exclude: Iterable[str] = ()) -> Iterator[P
             mode = given.stat().st_mode
         except FileNotFoundError:
             raise SourceError(f"{given}: no such file or folder") from None
-        except (OSError, ValueError) as exc:
-            raise SourceError(f"{given}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+        except ValueError as exc:  # a NUL in the name
+            raise SourceError(f"{given}: cannot be read ({exc})") from None
+        except OSError:  # a symlink loop, no permission: reading it says so, as for a file in a folder
+            mode = stat.S_IFREG
         if not stat.S_ISDIR(mode):  # a file (or a FIFO: read_source says so) given by name
             if given not in seen and not excluded(given):
                 seen.add(given)

@@ -493,3 +493,20 @@ def test_the_sarif_passes_the_reference_validator(cli, tmp_path):
     out.write_text(cli("lint", "--format", "sarif", ".", cwd=tmp_path).stdout, encoding="utf-8")
     proc = subprocess.run([tool, "validate", str(out)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "error" not in proc.stdout.lower().replace("0 error", ""), proc.stdout
+
+
+def test_a_symlink_loop_given_by_name_is_one_line_and_the_other_files_are_still_checked(cli, tmp_path):
+    """As for an unreadable file inside a folder: one line naming it, counted, the rest checked."""
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    (tmp_path / "c.py").symlink_to("b")
+    (tmp_path / "train.py").write_text(
+        "from torch.utils.data import DataLoader\n\n"
+        "if __name__ == '__main__':\n"
+        "    loader = DataLoader(range(4), num_workers=2, collate_fn=lambda b: b)\n", encoding="utf-8")
+    for fmt in ("text", "sarif"):
+        proc = cli("lint", "train.py", "c.py", "a", "--format", fmt, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.splitlines() == ["harness lint: c.py: cannot be read (Too many levels of symbolic links)",
+                                            "harness lint: a: cannot be read (Too many levels of symbolic links)"]
+        assert "HL101" in proc.stdout

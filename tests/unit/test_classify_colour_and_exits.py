@@ -233,3 +233,42 @@ def test_interleaved_worker_tracebacks_keep_kind_and_a_whole_decisive_line(name,
     assert len(workers) >= 2  # the real run's two workers each printed their traceback
     v = classify_traceback(_interleave(workers, lag) + "\n" + "\n".join(parent))
     assert (v.kind, v.root_cause) == (kind, root)
+
+
+# -- what log tools put before each line ----------------------------------------------------------
+
+#: A spawn worker's decisive lines and the parent's, worded as CPython 3.11 and torch print them.
+_WORKER_LINES = [
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3.11/multiprocessing/spawn.py", line 132, in _main',
+    "    self = reduction.pickle.load(from_parent)",
+    "AttributeError: Can't get attribute 'Squares' on <module '__mp_main__' from '/home/user/t.py'>",
+    "RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly",
+]
+
+
+@pytest.mark.parametrize("prefix", [
+    "2024-05-01T10:00:00.1234567Z ",  # a GitHub Actions log line (downloaded logs keep the timestamp)
+    "[rank0]: ",                       # torchrun's per-rank prefix
+    "trainer-1  | ",                   # docker compose's service prefix
+    "  | ",                            # the frame of an exception inside an ExceptionGroup (PEP 654)
+])
+def test_a_log_tool_s_line_prefix_is_not_part_of_the_decisive_line(prefix):
+    verdict = classify_traceback("\n".join(prefix + line for line in _WORKER_LINES))
+    assert verdict.kind == "main-attribute"
+    assert verdict.root_cause.startswith("AttributeError: Can't get attribute 'Squares'"), verdict.root_cause
+
+
+def test_the_parent_s_exited_unexpectedly_never_hides_the_worker_s_own_error():
+    """The worker prints its traceback and dies before the parent raises (the real order): its
+    line decides, as it does when the parent's block comes first."""
+    worker = ["Traceback (most recent call last):",
+              '  File "/usr/lib/python3.11/multiprocessing/spawn.py", line 132, in _main',
+              "    self = reduction.pickle.load(from_parent)",
+              "ModuleNotFoundError: No module named 'mydata'"]
+    parent = ["Traceback (most recent call last):", '  File "train.py", line 30, in <module>',
+              "RuntimeError: DataLoader worker (pid(s) 999) exited unexpectedly"]
+    for text in ("\n".join(worker + parent), "\n".join(parent + worker)):
+        verdict = classify_traceback(text)
+        assert verdict.kind == "worker-died"
+        assert verdict.root_cause == "ModuleNotFoundError: No module named 'mydata'"
