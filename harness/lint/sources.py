@@ -13,6 +13,7 @@ virtual environments, ``site-packages``, build and cache folders).
 from __future__ import annotations
 
 import ast
+import errno
 import json
 import os
 import re
@@ -224,8 +225,10 @@ def iter_files(paths: Iterable[Path], exclude: Iterable[str] = ()) -> Iterator[P
             raise SourceError(f"{given}: no such file or folder") from None
         except ValueError as exc:  # a NUL in the name
             raise SourceError(f"{given}: cannot be read ({exc})") from None
-        except OSError:  # a symlink loop, no permission: reading it says so, as for a file in a folder
-            mode = stat.S_IFREG
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:  # no such name can exist: a bad argument, as a missing one
+                raise SourceError(f"{given}: cannot be read ({exc.strerror or exc})") from None
+            mode = stat.S_IFREG  # a symlink loop, no permission: reading it says so, as for a file in a folder
         if not stat.S_ISDIR(mode):  # a file (or a FIFO: read_source says so) given by name
             if given not in seen and not excluded(given):
                 seen.add(given)
