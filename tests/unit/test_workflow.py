@@ -764,7 +764,7 @@ def test_hygiene(path):
 
 def test_release_workflow():
     """A tag builds once, checks with twine, and only the publish job gets an OIDC token
-    (trusted publishing: https://docs.pypi.org/trusted-publishers/), in the pypi environment."""
+    (the package index's trusted publishing), in the pypi environment."""
     wf = _load(RELEASE)
     assert _triggers(wf) == {"push": {"tags": ["v*"]}}
     build, publish = wf["jobs"]["build"], wf["jobs"]["publish"]
