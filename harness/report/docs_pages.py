@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from harness._escape import code, markdown
 from harness.catalogue.discover import Case, Catalogue
 from harness.inspect.explain import fix_diff
-from harness.report.markdown import compat_table
+from harness.report.markdown import compat_table, table
 from harness.report.views import Notes, compat_model
 
 JSONObject = dict[str, Any]
@@ -91,15 +90,10 @@ def cli_reference(parser: argparse.ArgumentParser, prog: str = "harness") -> str
         parts.append(_fence(sub.format_usage().replace("usage: ", ""), "text") + "\n")
         rows = _option_rows(sub)
         if rows:
-            parts.append("\n".join(_table(["argument", "takes", "default", "meaning"], rows)) + "\n\n")
+            parts.append("\n".join(table(["argument", "takes", "default", "meaning"], rows)) + "\n\n")
         if sub.epilog:
             parts.append(markdown(" ".join(sub.epilog.split())) + "\n\n")
     return "".join(parts)
-
-
-def _table(head: list[str], rows: Iterable[list[str]]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
-        "| " + " | ".join(cell.replace("\n", " ") for cell in row) + " |" for row in rows]
 
 
 def _type_of(spec: JSONObject) -> str:
@@ -126,7 +120,7 @@ def _object_section(title: str, spec: JSONObject) -> list[str]:
     if props:
         rows = [[code(name), markdown(_type_of(p)), "yes" if name in required else "",
                  markdown(p.get("description", ""))] for name, p in props.items()]
-        lines += _table(["field", "type", "required", "meaning"], rows) + [""]
+        lines += table(["field", "type", "required", "meaning"], rows) + [""]
     return lines
 
 
@@ -162,28 +156,27 @@ def _case_code(case: Case) -> tuple[str, str]:
     return "\n\n".join(f"# --- cell {i} ---\n{s}" for i, s in enumerate(sources, 1)), "python"
 
 
-def _observed_row(case_id: str, matrix: JSONObject) -> list[str]:
-    """The case's row of the default view, with its footnotes, or a line saying none."""
-    notes = Notes()
-    model = compat_model(matrix, notes)
+def _observed_row(case_id: str, model: JSONObject, notes: Notes) -> list[str]:
+    """The case's row of the default view (:func:`compat_model`, built once per page with its
+    ``notes``), with its footnotes, or a line saying none."""
     rows = [row for row in model["rows"] if row["id"] == case_id]
     if not rows:
         return ["No committed shard has observed this case yet."]
-    table = "\n".join(compat_table({"platforms": model["platforms"], "rows": rows}, with_fix=False))
-    used = [key for key in notes.items if f"[^{key}]" in table]
+    shown = "\n".join(compat_table({"platforms": model["platforms"], "rows": rows}, with_fix=False))
+    used = [key for key in notes.items if f"[^{key}]" in shown]
     for key in used:  # footnote labels are page-wide: make them the case's own
-        table = table.replace(f"[^{key}]", f"[^{case_id}-{key}]")
-    return [table, ""] + [f"[^{case_id}-{key}]: {markdown(notes.items[key])}" for key in used]
+        shown = shown.replace(f"[^{key}]", f"[^{case_id}-{key}]")
+    return [shown, ""] + [f"[^{case_id}-{key}]: {markdown(notes.items[key])}" for key in used]
 
 
-def _case_section(case: Case, catalogue: Catalogue, matrix: JSONObject) -> list[str]:
+def _case_section(case: Case, catalogue: Catalogue, model: JSONObject, notes: Notes) -> list[str]:
     by_id = catalogue.by_id()
     kind = "a script case, run as `__main__`" if case.script else "a module case"
     lines = [f"## {code(case.id)}", "", f"**{markdown(case.title)}** ({kind}; `harness explain {case.id}`)", "",
              markdown(case.why), ""]
     if case.sources:
         lines += ["Sources: " + ", ".join(f"<{s}>" if s.startswith("http") else code(s) for s in case.sources), ""]
-    lines += ["Observed (default view of the committed shards):", "", *_observed_row(case.id, matrix), ""]
+    lines += ["Observed (default view of the committed shards):", "", *_observed_row(case.id, model, notes), ""]
     text, lang = _case_code(case)
     lines += [f"Code (`{case.path.relative_to(case.root).as_posix()}`):", "", _fence(text, lang)]
     if case.fix and case.fix in by_id:
@@ -218,8 +211,10 @@ def family_page(family: str, catalogue: Catalogue, matrix: JSONObject) -> str:
              f"{len(cases)} case(s): {sum(c.bad for c in cases)} that break somewhere, "
              f"{sum(not c.bad for c in cases)} that pass everywhere. Each row is the default view of the "
              "[compatibility table](index.md): observed, emulated (‡) or predicted (†).", ""]
+    notes = Notes()
+    model = compat_model(matrix, notes)
     for case in cases:
-        lines += [f'<a id="{case.id}"></a>', "", *_case_section(case, catalogue, matrix)]
+        lines += [f'<a id="{case.id}"></a>', "", *_case_section(case, catalogue, model, notes)]
     return "\n".join(lines) + "\n"
 
 
